@@ -1,0 +1,161 @@
+// swift-tools-version:6.2
+// livegate — a host daemon that brings a cloud backend's live data to every local process.
+// Licensed under the Apache License, Version 2.0.
+
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "livegate",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "livegated", targets: ["livegated"]),
+        .executable(name: "livegatectl", targets: ["livegatectl"]),
+        .executable(name: "livegate-cloud", targets: ["livegate-cloud"]),
+        .library(name: "LiveSDK", targets: ["LiveSDK"]),
+        .library(name: "LiveGateClient", targets: ["LiveGateClient"]),
+        .library(name: "LiveGateProtocol", targets: ["LiveGateProtocol"]),
+        .library(name: "livegate", type: .dynamic, targets: ["CLiveGate"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
+        .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+    ],
+    targets: [
+        // C interop: system libraries, wrapped by Swift targets below.
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(name: "CJSONC", pkgConfig: "json-c", providers: [.apt(["libjson-c-dev"])]),
+
+        // Wire formats.
+        .target(name: "LiveJSON", swiftSettings: swiftSettings),
+        .target(
+            name: "LiveGateProtocol",
+            dependencies: ["LiveJSON", .product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: swiftSettings
+        ),
+        .target(name: "LiveCloudAPI", dependencies: ["LiveJSON"], swiftSettings: swiftSettings),
+
+        // The engine.
+        .target(
+            name: "LiveSDK",
+            dependencies: [
+                "LiveCloudAPI", "LiveJSON",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "WSClient", package: "swift-websocket"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // systemd glue.
+        .target(
+            name: "LiveGateSystemd",
+            dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+
+        // The daemon.
+        .target(
+            name: "LiveGateDaemon",
+            dependencies: [
+                "LiveGateProtocol", "LiveSDK", "LiveGateSystemd", "LiveJSON", "LiveCloudAPI",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "livegated",
+            dependencies: [
+                "LiveGateDaemon", "LiveGateSystemd", "LiveSDK",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // Clients.
+        .target(
+            name: "LiveGateClient",
+            dependencies: [
+                "LiveGateProtocol", "LiveJSON",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(name: "CLiveGate", dependencies: ["CJSONC"]),
+        .executableTarget(
+            name: "livegatectl",
+            dependencies: [
+                "LiveGateClient", "LiveGateProtocol", "LiveJSON",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // The reference cloud.
+        .target(
+            name: "LiveGateCloud",
+            dependencies: [
+                "LiveCloudAPI", "LiveJSON",
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "livegate-cloud",
+            dependencies: [
+                "LiveGateCloud",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // Tests.
+        .testTarget(name: "LiveGateProtocolTests", dependencies: ["LiveGateProtocol"], swiftSettings: swiftSettings),
+        .testTarget(name: "LiveSDKTests", dependencies: ["LiveSDK", "LiveCloudAPI"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "LiveGateDaemonTests",
+            dependencies: ["LiveGateDaemon", "LiveGateProtocol", .product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: [
+                "LiveGateClient", "LiveGateProtocol", "LiveCloudAPI", "CLiveGate",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

@@ -1,0 +1,340 @@
+/* livegate.c — C client for livegated. Licensed under the Apache License, Version 2.0. */
+#define _GNU_SOURCE
+#include "livegate.h"
+
+#include <json-c/json.h>
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define LG_MAX_LINE (64u << 20)
+
+struct lg_subscription {
+    int64_t token;
+    lg_object_callback callback;
+    void *userdata;
+};
+
+struct lg_client {
+    int fd;
+    int64_t next_id;
+    char *buf; /* bytes read, not yet split into lines */
+    size_t len, cap;
+    json_object **queued; /* notifications read while waiting for an answer */
+    size_t nqueued, capqueued;
+    struct lg_subscription *subs;
+    size_t nsubs, capsubs;
+    char error[512];
+    int error_code;
+    int closed;
+};
+
+static void set_error(lg_client *c, int code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->error, sizeof c->error, fmt, ap);
+    va_end(ap);
+    c->error_code = code;
+}
+
+static int grow(void **ptr, size_t *cap, size_t need, size_t elem) {
+    if (need <= *cap) return 0;
+    size_t n = *cap ? *cap : 16;
+    while (n < need) n *= 2;
+    void *p = realloc(*ptr, n * elem);
+    if (!p) return -1;
+    *ptr = p;
+    *cap = n;
+    return 0;
+}
+
+static int write_all(lg_client *c, const char *data, size_t len) {
+    while (len > 0) {
+        ssize_t n = send(c->fd, data, len, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            set_error(c, 0, "writing to livegated failed: %s", strerror(errno));
+            c->closed = 1;
+            return -1;
+        }
+        data += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Reads once (blocking or not). Returns bytes read, 0 when nothing was available, -1 on close or error. */
+static int read_some(lg_client *c, int blocking) {
+    if (grow((void **)&c->buf, &c->cap, c->len + 65536, 1) < 0) {
+        set_error(c, 0, "out of memory");
+        return -1;
+    }
+    for (;;) {
+        ssize_t n = recv(c->fd, c->buf + c->len, c->cap - c->len, blocking ? 0 : MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+        if (n <= 0) {
+            if (c->error[0] == '\0' || n < 0)
+                set_error(c, 0, n == 0 ? "livegated closed the connection" : "reading from livegated failed: %s",
+                          strerror(errno));
+            c->closed = 1;
+            return -1;
+        }
+        c->len += (size_t)n;
+        return (int)n;
+    }
+}
+
+/* Takes the next complete line as parsed JSON, or NULL when none is complete (or it is not JSON). */
+static json_object *next_message(lg_client *c, int *had_line) {
+    *had_line = 0;
+    char *nl = memchr(c->buf, '\n', c->len);
+    if (!nl) {
+        if (c->len > LG_MAX_LINE) {
+            set_error(c, 0, "livegated sent a line over %u bytes", LG_MAX_LINE);
+            c->closed = 1;
+        }
+        return NULL;
+    }
+    *had_line = 1;
+    size_t n = (size_t)(nl - c->buf);
+    *nl = '\0';
+    json_object *msg = json_tokener_parse(c->buf);
+    memmove(c->buf, nl + 1, c->len - n - 1);
+    c->len -= n + 1;
+    return msg;
+}
+
+static int is_notification(json_object *msg) {
+    return json_object_object_get_ex(msg, "method", NULL) && !json_object_object_get_ex(msg, "id", NULL);
+}
+
+static void handle_closing(lg_client *c, json_object *msg) {
+    json_object *method, *params, *message;
+    if (json_object_object_get_ex(msg, "method", &method) &&
+        strcmp(json_object_get_string(method), "connection.closing") == 0 &&
+        json_object_object_get_ex(msg, "params", &params) && json_object_object_get_ex(params, "message", &message)) {
+        set_error(c, 0, "livegated closed the connection: %s", json_object_get_string(message));
+    }
+}
+
+static int deliver(lg_client *c, json_object *msg) {
+    json_object *method, *params, *token;
+    handle_closing(c, msg);
+    if (!json_object_object_get_ex(msg, "method", &method) ||
+        strcmp(json_object_get_string(method), "object.changed") != 0 ||
+        !json_object_object_get_ex(msg, "params", &params) || !json_object_object_get_ex(params, "token", &token))
+        return 0;
+    int64_t t = json_object_get_int64(token);
+    for (size_t i = 0; i < c->nsubs; i++) {
+        if (c->subs[i].token == t) {
+            struct lg_subscription s = c->subs[i];
+            s.callback(c, t, params, s.userdata);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Sends a request and waits for its answer; returns the result (caller puts it), or NULL with the error set. */
+static json_object *call(lg_client *c, const char *method, json_object *params) {
+    if (c->closed) {
+        json_object_put(params);
+        return NULL;
+    }
+    int64_t id = ++c->next_id;
+    json_object *req = json_object_new_object();
+    json_object_object_add(req, "jsonrpc", json_object_new_string("2.0"));
+    json_object_object_add(req, "id", json_object_new_int64(id));
+    json_object_object_add(req, "method", json_object_new_string(method));
+    json_object_object_add(req, "params", params);
+    const char *text = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
+    int rc = write_all(c, text, strlen(text));
+    if (rc == 0) rc = write_all(c, "\n", 1);
+    json_object_put(req);
+    if (rc < 0) return NULL;
+    for (;;) {
+        int had_line;
+        json_object *msg = next_message(c, &had_line);
+        if (!had_line) {
+            if (c->closed || read_some(c, 1) < 0) return NULL;
+            continue;
+        }
+        if (!msg) continue;
+        if (is_notification(msg)) {
+            handle_closing(c, msg);
+            if (grow((void **)&c->queued, &c->capqueued, c->nqueued + 1, sizeof *c->queued) < 0) {
+                json_object_put(msg);
+                set_error(c, 0, "out of memory");
+                return NULL;
+            }
+            c->queued[c->nqueued++] = msg;
+            continue;
+        }
+        json_object *jid, *result, *error;
+        if (!json_object_object_get_ex(msg, "id", &jid) || json_object_get_int64(jid) != id) {
+            json_object_put(msg);
+            continue;
+        }
+        if (json_object_object_get_ex(msg, "error", &error)) {
+            json_object *code, *message;
+            json_object_object_get_ex(error, "code", &code);
+            json_object_object_get_ex(error, "message", &message);
+            set_error(c, json_object_get_int(code), "%s", message ? json_object_get_string(message) : "error");
+            json_object_put(msg);
+            return NULL;
+        }
+        if (!json_object_object_get_ex(msg, "result", &result)) {
+            set_error(c, 0, "livegated answered without a result");
+            json_object_put(msg);
+            return NULL;
+        }
+        json_object_get(result);
+        json_object_put(msg);
+        c->error[0] = '\0';
+        c->error_code = 0;
+        return result;
+    }
+}
+
+lg_client *lg_connect(const char *socket_path, const char *client_name, char **error) {
+    const char *path = socket_path ? socket_path : getenv("LIVEGATE_SOCKET");
+    if (!path) path = "/run/livegate/livegate.sock";
+    lg_client *c = calloc(1, sizeof *c);
+    if (!c) {
+        if (error) *error = strdup("out of memory");
+        return NULL;
+    }
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof addr.sun_path) {
+        if (error) *error = strdup("the socket path is too long");
+        free(c);
+        return NULL;
+    }
+    strcpy(addr.sun_path, path);
+    c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&addr, sizeof addr) < 0) {
+        if (error && asprintf(error, "cannot connect to livegated at %s: %s", path, strerror(errno)) < 0) *error = NULL;
+        if (c->fd >= 0) close(c->fd);
+        free(c);
+        return NULL;
+    }
+    json_object *params = json_object_new_object();
+    json_object_object_add(params, "client", json_object_new_string(client_name ? client_name : "liblivegate"));
+    json_object_object_add(params, "protocol", json_object_new_int(1));
+    json_object *result = call(c, "hello", params);
+    if (!result) {
+        if (error) *error = strdup(c->error);
+        lg_disconnect(c);
+        return NULL;
+    }
+    json_object_put(result);
+    return c;
+}
+
+int lg_fd(const lg_client *c) { return c->fd; }
+
+int64_t lg_observe_object(lg_client *c, const char *collection, const char *id, int once,
+                          lg_object_callback callback, void *userdata) {
+    if (!callback) {
+        set_error(c, 0, "a callback is required");
+        return -1;
+    }
+    if (grow((void **)&c->subs, &c->capsubs, c->nsubs + 1, sizeof *c->subs) < 0) {
+        set_error(c, 0, "out of memory");
+        return -1;
+    }
+    json_object *params = json_object_new_object();
+    json_object_object_add(params, "collection", json_object_new_string(collection));
+    json_object_object_add(params, "id", json_object_new_string(id));
+    if (once) json_object_object_add(params, "once", json_object_new_boolean(1));
+    json_object *result = call(c, "object.observe", params);
+    if (!result) return -1;
+    json_object *token;
+    int64_t t = json_object_object_get_ex(result, "token", &token) ? json_object_get_int64(token) : -1;
+    json_object_put(result);
+    if (t > 0) c->subs[c->nsubs++] = (struct lg_subscription){t, callback, userdata};
+    return t;
+}
+
+int lg_invalidate(lg_client *c, int64_t token) {
+    json_object *params = json_object_new_object();
+    json_object_object_add(params, "token", json_object_new_int64(token));
+    json_object *result = call(c, "token.invalidate", params);
+    for (size_t i = 0; i < c->nsubs; i++) {
+        if (c->subs[i].token == token) {
+            c->subs[i] = c->subs[--c->nsubs];
+            break;
+        }
+    }
+    if (!result) return -1;
+    json_object_put(result);
+    return 0;
+}
+
+int64_t lg_update_object(lg_client *c, const char *collection, const char *id, const char *data_json) {
+    json_object *data = json_tokener_parse(data_json);
+    if (!data || !json_object_is_type(data, json_type_object)) {
+        json_object_put(data);
+        set_error(c, -32602, "the data must be a JSON object");
+        return -1;
+    }
+    json_object *params = json_object_new_object();
+    json_object_object_add(params, "collection", json_object_new_string(collection));
+    json_object_object_add(params, "id", json_object_new_string(id));
+    json_object_object_add(params, "data", data);
+    json_object *result = call(c, "object.update", params);
+    if (!result) return -1;
+    json_object *snapshot, *version;
+    int64_t v = -1;
+    if (json_object_object_get_ex(result, "snapshot", &snapshot) &&
+        json_object_object_get_ex(snapshot, "version", &version))
+        v = json_object_get_int64(version);
+    json_object_put(result);
+    return v;
+}
+
+int lg_dispatch(lg_client *c) {
+    int delivered = 0;
+    /* First what arrived while a request waited, in order. */
+    for (size_t i = 0; i < c->nqueued; i++) {
+        delivered += deliver(c, c->queued[i]);
+        json_object_put(c->queued[i]);
+    }
+    c->nqueued = 0;
+    for (;;) {
+        int had_line;
+        json_object *msg = next_message(c, &had_line);
+        if (had_line) {
+            if (msg) {
+                delivered += deliver(c, msg);
+                json_object_put(msg);
+            }
+            continue;
+        }
+        if (c->closed) return -1;
+        int n = read_some(c, 0);
+        if (n < 0) return delivered > 0 ? delivered : -1;
+        if (n == 0) return delivered;
+    }
+}
+
+const char *lg_last_error(const lg_client *c) { return c->error; }
+
+int lg_last_error_code(const lg_client *c) { return c->error_code; }
+
+void lg_disconnect(lg_client *c) {
+    if (!c) return;
+    if (c->fd >= 0) close(c->fd);
+    for (size_t i = 0; i < c->nqueued; i++) json_object_put(c->queued[i]);
+    free(c->queued);
+    free(c->subs);
+    free(c->buf);
+    free(c);
+}

@@ -1,0 +1,107 @@
+// Licensed under the Apache License, Version 2.0.
+
+import LiveJSON
+
+/// `POST /v1/auth/login` request body.
+public struct LoginRequest: Codable, Sendable {
+    public var username: String
+    public var password: String
+
+    public init(username: String, password: String) {
+        self.username = username
+        self.password = password
+    }
+}
+
+/// `POST /v1/auth/login` response body.
+public struct LoginResponse: Codable, Sendable {
+    public var accessToken: String
+    public var tokenType: String
+    /// Seconds until `accessToken` expires.
+    public var expiresIn: Int
+    public var userId: String
+
+    public init(accessToken: String, tokenType: String = "Bearer", expiresIn: Int, userId: String) {
+        self.accessToken = accessToken
+        self.tokenType = tokenType
+        self.expiresIn = expiresIn
+        self.userId = userId
+    }
+}
+
+/// `PUT /v1/collections/{collection}/objects/{id}` request body: create or replace the object's data.
+public struct PutObjectRequest: Codable, Sendable {
+    /// The new data; must be a JSON object.
+    public var data: JSONValue
+    /// When set, the write succeeds only if the stored version is exactly this (0: the object must not exist).
+    public var ifVersion: Int64?
+
+    public init(data: JSONValue, ifVersion: Int64? = nil) {
+        self.data = data
+        self.ifVersion = ifVersion
+    }
+}
+
+/// The body of every 4xx/5xx response: `{"error": {"code": ..., "message": ..., "currentVersion"?: ...}}`.
+public struct ErrorResponse: Codable, Sendable, Error {
+    public struct Body: Codable, Sendable {
+        public var code: CloudErrorCode
+        public var message: String
+        /// On `version_conflict`: the version stored now (0 when the object does not exist).
+        public var currentVersion: Int64?
+    }
+
+    public var error: Body
+
+    public init(code: CloudErrorCode, message: String, currentVersion: Int64? = nil) {
+        self.error = Body(code: code, message: message, currentVersion: currentVersion)
+    }
+}
+
+/// Stable machine-readable error codes of the cloud API (see `Protocol/cloud/README.md`).
+public struct CloudErrorCode: RawRepresentable, Codable, Sendable, Hashable, CustomStringConvertible {
+    public var rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(from decoder: any Decoder) throws { self.rawValue = try decoder.singleValueContainer().decode(String.self) }
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+    public var description: String { rawValue }
+
+    /// Malformed JSON, wrong types, invalid names.
+    public static let badRequest = Self(rawValue: "bad_request")
+    /// Wrong username or password.
+    public static let invalidCredentials = Self(rawValue: "invalid_credentials")
+    /// No, unknown or malformed bearer token.
+    public static let unauthenticated = Self(rawValue: "unauthenticated")
+    /// The bearer token has expired: log in again (or refresh).
+    public static let tokenExpired = Self(rawValue: "token_expired")
+    /// No such object.
+    public static let notFound = Self(rawValue: "not_found")
+    /// `ifVersion` did not match the stored version.
+    public static let versionConflict = Self(rawValue: "version_conflict")
+    /// The body is over the size limit.
+    public static let payloadTooLarge = Self(rawValue: "payload_too_large")
+    /// Anything the server could not handle; details are in the server's log only.
+    public static let internalError = Self(rawValue: "internal_error")
+}
+
+/// `GET /v1/stats`: what the server has done, so tests can prove de-duplication by clients.
+public struct CloudStats: Codable, Sendable {
+    /// Open realtime WebSocket connections.
+    public var connections: Int
+    /// Realtime subscriptions per topic (a topic appears while at least one connection subscribes to it).
+    public var subscriptions: [String: Int]
+    /// Object reads (`GET .../objects/{id}`) per `collection/id`, since start.
+    public var fetches: [String: Int]
+    /// Realtime events written to subscribers, since start.
+    public var eventsSent: Int
+
+    public init(connections: Int, subscriptions: [String: Int], fetches: [String: Int], eventsSent: Int) {
+        self.connections = connections
+        self.subscriptions = subscriptions
+        self.fetches = fetches
+        self.eventsSent = eventsSent
+    }
+}

@@ -1,0 +1,115 @@
+// Licensed under the Apache License, Version 2.0.
+
+/// A realtime topic: what a subscriber asks to hear about. Its string form goes on the wire.
+public enum Topic: Hashable, Sendable, CustomStringConvertible {
+    /// Every change of one object: `object:<collection>/<id>`.
+    case object(EntityKey)
+
+    public var description: String {
+        switch self {
+        case .object(let key): "object:\(key.collection)/\(key.id)"
+        }
+    }
+
+    /// Parses the wire form; `nil` when it names no known kind of topic or has invalid names.
+    public init?(_ string: String) {
+        guard string.hasPrefix("object:") else { return nil }
+        let rest = string.dropFirst("object:".count)
+        let parts = rest.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2 else { return nil }
+        let key = EntityKey(collection: String(parts[0]), id: String(parts[1]))
+        guard EntityKey.isValidName(key.collection), EntityKey.isValidName(key.id) else { return nil }
+        self = .object(key)
+    }
+}
+
+extension Topic: Codable {
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let string = try container.decode(String.self)
+        guard let topic = Topic(string) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "unknown topic \(string)")
+        }
+        self = topic
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+}
+
+/// A message from a realtime client to the cloud (one JSON object per WebSocket text message).
+public struct RealtimeClientMessage: Codable, Sendable, Equatable {
+    public enum Operation: String, Codable, Sendable {
+        case subscribe, unsubscribe
+    }
+
+    public var op: Operation
+    /// Chosen by the client; the server's `ack` or `error` carries it back.
+    public var ref: Int64
+    public var topic: Topic
+
+    public init(op: Operation, ref: Int64, topic: Topic) {
+        self.op = op
+        self.ref = ref
+        self.topic = topic
+    }
+}
+
+/// A message from the cloud to a realtime client.
+public struct RealtimeServerMessage: Codable, Sendable, Equatable {
+    public enum Operation: String, Codable, Sendable {
+        /// The request `ref` succeeded.
+        case ack
+        /// The request `ref` failed, or (without `ref`) the connection is about to close.
+        case error
+        /// A change of an entity on a subscribed topic.
+        case event
+    }
+
+    public var op: Operation
+    public var ref: Int64?
+    /// On `error`.
+    public var code: CloudErrorCode?
+    public var message: String?
+    /// On `event`: the global sequence number of the write (strictly increasing across the server).
+    public var seq: Int64?
+    public var topic: Topic?
+    /// On `event`: the entity as stored after the write.
+    public var entity: Entity?
+
+    public init(
+        op: Operation,
+        ref: Int64? = nil,
+        code: CloudErrorCode? = nil,
+        message: String? = nil,
+        seq: Int64? = nil,
+        topic: Topic? = nil,
+        entity: Entity? = nil
+    ) {
+        self.op = op
+        self.ref = ref
+        self.code = code
+        self.message = message
+        self.seq = seq
+        self.topic = topic
+        self.entity = entity
+    }
+
+    public static func ack(ref: Int64) -> Self { Self(op: .ack, ref: ref) }
+    public static func error(ref: Int64?, code: CloudErrorCode, message: String) -> Self {
+        Self(op: .error, ref: ref, code: code, message: message)
+    }
+    public static func event(seq: Int64, topic: Topic, entity: Entity) -> Self {
+        Self(op: .event, seq: seq, topic: topic, entity: entity)
+    }
+}
+
+/// Paths of the cloud API, in one place.
+public enum CloudPath {
+    public static let login = "/v1/auth/login"
+    public static let stats = "/v1/stats"
+    public static let realtime = "/v1/realtime"
+    public static func object(_ key: EntityKey) -> String { "/v1/collections/\(key.collection)/objects/\(key.id)" }
+}

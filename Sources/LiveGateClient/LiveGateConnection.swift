@@ -1,0 +1,272 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Foundation
+import LiveGateProtocol
+import LiveJSON
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// One connection to `livegated`.
+///
+/// ```swift
+/// try await LiveGateConnection.withConnection(client: "my-app") { daemon in
+///     let observation = try await daemon.observeObject(collection: "notes", id: "n1")
+///     for try await change in observation.changes { print(change.snapshot?.data ?? "gone") }
+/// }
+/// ```
+///
+/// Requests may be sent from several tasks at once; each token's notifications arrive in order on its
+/// own ``ObjectObservation``.
+public final class LiveGateConnection: Sendable {
+    private enum Pending: Sendable {
+        case plain(ResponseSlot<JSONValue>)
+        case observe(ResponseSlot<ObjectObservation>)
+    }
+
+    private struct State {
+        var nextID: Int64 = 0
+        var pending: [Int64: Pending] = [:]
+        var observations: [Int64: AsyncThrowingStream<ObjectChangedParams, any Error>.Continuation] = [:]
+        var closedReason: LiveGateError?
+    }
+
+    private let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
+    private let state = Mutex(State())
+    /// The daemon's `hello` answer.
+    public let hello: HelloResult
+
+    private init(outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, hello: HelloResult) {
+        self.outbound = outbound
+        self.hello = hello
+    }
+
+    /// The socket used when none is given: `$LIVEGATE_SOCKET`, else the system daemon's
+    /// `/run/livegate/livegate.sock`.
+    public static var defaultSocketPath: String {
+        ProcessInfo.processInfo.environment["LIVEGATE_SOCKET"] ?? "/run/livegate/livegate.sock"
+    }
+
+    /// Connects, says hello, runs `body`, then closes the connection.
+    /// - Throws: ``LiveGateError`` when the daemon cannot be reached or refuses the protocol version.
+    public static func withConnection<Result: Sendable>(
+        socketPath: String = LiveGateConnection.defaultSocketPath,
+        client: String,
+        _ body: (LiveGateConnection) async throws -> Result
+    ) async throws -> Result {
+        let channel: NIOAsyncChannel<InboundFrame, ByteBuffer>
+        do {
+            channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connect(unixDomainSocketPath: socketPath) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(
+                            ByteToMessageHandler(JSONLineFrameDecoder(maxFrameBytes: 64 << 20))
+                        )
+                        return try NIOAsyncChannel(
+                            wrappingChannelSynchronously: channel,
+                            configuration: .init(inboundType: InboundFrame.self, outboundType: ByteBuffer.self)
+                        )
+                    }
+                }
+        } catch {
+            throw LiveGateError.connection("cannot connect to livegated at \(socketPath): \(error)")
+        }
+        return try await channel.executeThenClose { inbound, outbound in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                let (helloStream, helloSink) = AsyncStream.makeStream(of: LiveGateConnection.self)
+                let reader = Reader()
+                group.addTask {
+                    await reader.run(inbound: inbound, outbound: outbound, client: client, ready: helloSink)
+                }
+                var iterator = helloStream.makeAsyncIterator()
+                guard let connection = await iterator.next() else {
+                    throw reader.failure ?? LiveGateError.connection("livegated closed the connection before answering hello")
+                }
+                defer { channel.channel.close(promise: nil) }
+                return try await body(connection)
+            }
+        }
+    }
+
+    /// Reads the connection: performs the hello, then routes responses and notifications.
+    private final class Reader: Sendable {
+        private let failureBox = Mutex<LiveGateError?>(nil)
+        var failure: LiveGateError? { failureBox.withLock { $0 } }
+
+        func run(
+            inbound: NIOAsyncChannelInboundStream<InboundFrame>,
+            outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>,
+            client: String,
+            ready: AsyncStream<LiveGateConnection>.Continuation
+        ) async {
+            defer { ready.finish() }
+            var connection: LiveGateConnection?
+            do {
+                let request = RPCRequest(id: .number(0), method: Method.hello, params: HelloParams(client: client))
+                try await outbound.write(try WireJSON.line(request))
+                for try await frame in inbound {
+                    guard case .message(let buffer) = frame else { continue }
+                    let message = try JSONDecoder().decode(RPCIncomingMessage.self, from: Data(buffer.readableBytesView))
+                    if let connection {
+                        connection.route(message, raw: buffer)
+                        continue
+                    }
+                    // The first answer is hello's.
+                    if let error = message.error { throw LiveGateError(error) }
+                    let hello = try JSONDecoder().decode(HelloResult.self, from: try JSONEncoder().encode(message.result))
+                    let established = LiveGateConnection(outbound: outbound, hello: hello)
+                    connection = established
+                    ready.yield(established)
+                }
+                connection?.closed(LiveGateError.connection("livegated closed the connection"))
+            } catch let error as LiveGateError {
+                failureBox.withLock { $0 = error }
+                connection?.closed(error)
+            } catch {
+                let failure = LiveGateError.connection("the connection to livegated failed: \(error)")
+                failureBox.withLock { $0 = failure }
+                connection?.closed(failure)
+            }
+        }
+    }
+
+    // MARK: Requests
+
+    /// Sends `method` with `params` and decodes its result as `Result`.
+    public func request<Params: Encodable & Sendable, Result: Decodable>(
+        _ method: String,
+        _ params: Params,
+        as: Result.Type = Result.self
+    ) async throws -> Result {
+        let value = try await send(method, params)
+        do {
+            return try JSONDecoder().decode(Result.self, from: try JSONEncoder().encode(value))
+        } catch {
+            throw LiveGateError.connection("livegated's answer to \(method) was not understood: \(error)")
+        }
+    }
+
+    /// Observes an object. Its ``ObjectObservation/changes`` deliver every `object.changed` of the new token.
+    public func observeObject(
+        collection: String,
+        id: String,
+        policy: ObservePolicy? = nil,
+        once: Bool = false
+    ) async throws -> ObjectObservation {
+        let params = ObjectObserveParams(collection: collection, id: id, once: once ? true : nil, policy: policy)
+        return try await sendObserve(Method.objectObserve, params)
+    }
+
+    /// Ends a token; its observation's `changes` finish.
+    public func invalidate(token: Int64) async throws {
+        _ = try await request(Method.tokenInvalidate, TokenParams(token: token), as: InvalidateResult.self)
+        let sink = state.withLock { $0.observations.removeValue(forKey: token) }
+        sink?.finish()
+    }
+
+    /// Replaces an object's data (creating it if needed), optionally only at version `ifVersion`.
+    public func update(collection: String, id: String, data: JSONValue, ifVersion: Int64? = nil) async throws -> ObjectSnapshot {
+        let params = ObjectWriteParams(collection: collection, id: id, data: data, ifVersion: ifVersion)
+        return try await request(Method.objectUpdate, params, as: ObjectWriteResult.self).snapshot
+    }
+
+    /// Creates an object; fails with `versionConflict` when it exists.
+    public func create(collection: String, id: String, data: JSONValue) async throws -> ObjectSnapshot {
+        let params = ObjectWriteParams(collection: collection, id: id, data: data)
+        return try await request(Method.objectCreate, params, as: ObjectWriteResult.self).snapshot
+    }
+
+    private func sendObserve(_ method: String, _ params: some Encodable & Sendable) async throws -> ObjectObservation {
+        let slot = ResponseSlot<ObjectObservation>()
+        try await send(method, params, .observe(slot))
+        return try await slot.value()
+    }
+
+    private func send(_ method: String, _ params: some Encodable & Sendable) async throws -> JSONValue {
+        let slot = ResponseSlot<JSONValue>()
+        try await send(method, params, .plain(slot))
+        return try await slot.value()
+    }
+
+    /// Registers the request (so its answer has a place to go), then writes it.
+    private func send(_ method: String, _ params: some Encodable & Sendable, _ pending: Pending) async throws {
+        let id = try state.withLock { state throws(LiveGateError) -> Int64 in
+            if let reason = state.closedReason { throw reason }
+            state.nextID += 1
+            state.pending[state.nextID] = pending
+            return state.nextID
+        }
+        do {
+            try await outbound.write(try WireJSON.line(RPCRequest(id: .number(id), method: method, params: params)))
+        } catch {
+            _ = state.withLock { $0.pending.removeValue(forKey: id) }
+            throw LiveGateError.connection("sending \(method) to livegated failed: \(error)")
+        }
+    }
+
+    private static func fail(_ pending: Pending, _ error: any Error) {
+        switch pending {
+        case .plain(let slot): slot.fill(.failure(error))
+        case .observe(let slot): slot.fill(.failure(error))
+        }
+    }
+
+    // MARK: Routing
+
+    private func route(_ message: RPCIncomingMessage, raw: ByteBuffer) {
+        if let method = message.method {
+            guard method == NotificationMethod.objectChanged else {
+                if method == NotificationMethod.connectionClosing,
+                    let params = try? JSONDecoder().decode(ConnectionClosingParams.self, from: JSONEncoder().encode(message.params))
+                {
+                    closed(LiveGateError(code: params.code, message: "livegated closed the connection: \(params.message)"))
+                }
+                return
+            }
+            guard let change = try? JSONDecoder().decode(ObjectChangedParams.self, from: Data(raw.readableBytesView)) else { return }
+            let sink = state.withLock { $0.observations[change.token] }
+            sink?.yield(change)
+            return
+        }
+        guard case .number(let id) = message.id else { return }
+        guard let pending = state.withLock({ $0.pending.removeValue(forKey: id) }) else { return }
+        if let error = message.error {
+            Self.fail(pending, LiveGateError(error))
+            return
+        }
+        switch pending {
+        case .plain(let slot):
+            slot.fill(.success(message.result ?? .null))
+        case .observe(let slot):
+            guard let token = message.result?["token"]?.numberValue.map({ Int64($0) }) else {
+                slot.fill(.failure(LiveGateError.connection("livegated answered an observe without a token")))
+                return
+            }
+            // Registered here, in the reader, so no notification of the token can arrive before its stream exists.
+            let (changes, sink) = AsyncThrowingStream.makeStream(of: ObjectChangedParams.self)
+            state.withLock { $0.observations[token] = sink }
+            slot.fill(.success(ObjectObservation(token: token, changes: changes)))
+        }
+    }
+
+    private func closed(_ reason: LiveGateError) {
+        let (pending, sinks) = state.withLock { state -> ([Pending], [AsyncThrowingStream<ObjectChangedParams, any Error>.Continuation]) in
+            if state.closedReason == nil { state.closedReason = reason }
+            defer {
+                state.pending.removeAll()
+                state.observations.removeAll()
+            }
+            return (Array(state.pending.values), Array(state.observations.values))
+        }
+        for request in pending { Self.fail(request, reason) }
+        for sink in sinks { sink.finish(throwing: reason) }
+    }
+}
+
+/// One object observation: its token, and its changes in order.
+public struct ObjectObservation: Sendable {
+    public let token: Int64
+    /// Every `object.changed` of the token. Finishes when the token is invalidated, fires its once, or
+    /// (throwing ``LiveGateError``) when the connection closes.
+    public let changes: AsyncThrowingStream<ObjectChangedParams, any Error>
+}

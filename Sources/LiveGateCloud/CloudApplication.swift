@@ -1,0 +1,34 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Hummingbird
+import HummingbirdWebSocket
+import LiveCloudAPI
+import Logging
+import NIOCore
+
+/// Builds the reference cloud: REST + WebSocket realtime over one SQLite file.
+///
+/// ```swift
+/// let app = try buildCloudApplication(configuration, logger: logger) { port in print("listening on \(port)") }
+/// try await app.runService()
+/// ```
+/// - Parameter onListening: called with the bound port once the server accepts connections.
+public func buildCloudApplication(
+    _ configuration: CloudConfiguration,
+    logger: Logger,
+    onListening: @escaping @Sendable (Int) async -> Void = { _ in }
+) throws -> some ApplicationProtocol {
+    let hub = RealtimeHub()
+    let store = try EntityStore(path: configuration.databasePath) { seq, entity in hub.publish(seq: seq, entity: entity) }
+    let auth = AuthService(users: configuration.users, tokenLifetime: configuration.tokenLifetime)
+    let router = Router(context: BasicWebSocketRequestContext.self)
+    ObjectRoutes(auth: auth, store: store, hub: hub, maxBodyBytes: configuration.maxBodyBytes).register(on: router)
+    RealtimeRoute(auth: auth, hub: hub).register(on: router)
+    return Application(
+        router: router,
+        server: .http1WebSocketUpgrade(webSocketRouter: router),
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "livegate-cloud"),
+        onServerRunning: { channel in await onListening(channel.localAddress?.port ?? configuration.port) },
+        logger: logger
+    )
+}

@@ -1,0 +1,40 @@
+// Licensed under the Apache License, Version 2.0.
+
+/// How a `livegate-cloud` instance runs.
+public struct CloudConfiguration: Sendable {
+    public struct User: Sendable {
+        public var name: String
+        public var password: String
+        public init(name: String, password: String) {
+            self.name = name
+            self.password = password
+        }
+    }
+
+    public var host: String
+    /// 0 picks a free port; the bound port is reported through `onListening`.
+    public var port: Int
+    /// The SQLite file that holds entities and the event log.
+    public var databasePath: String
+    public var users: [User]
+    /// How long an access token is valid.
+    public var tokenLifetime: Duration
+    /// The largest request body accepted, in bytes.
+    public var maxBodyBytes: Int
+
+    public init(
+        host: String = "127.0.0.1",
+        port: Int = 8080,
+        databasePath: String,
+        users: [User],
+        tokenLifetime: Duration = .seconds(3600),
+        maxBodyBytes: Int = 1 << 20
+    ) {
+        self.host = host
+        self.port = port
+        self.databasePath = databasePath
+        self.users = users
+        self.tokenLifetime = tokenLifetime
+        self.maxBodyBytes = maxBodyBytes
+    }
+}

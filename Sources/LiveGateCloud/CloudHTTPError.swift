@@ -1,0 +1,62 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Foundation
+import HTTPTypes
+import Hummingbird
+import LiveCloudAPI
+
+/// An error answered as `{"error": {...}}` with a 4xx/5xx status. Handlers throw it; Hummingbird writes it.
+struct CloudHTTPError: HTTPResponseError {
+    let status: HTTPResponse.Status
+    let body: ErrorResponse
+
+    init(_ status: HTTPResponse.Status, _ code: CloudErrorCode, _ message: String, currentVersion: Int64? = nil) {
+        self.status = status
+        self.body = ErrorResponse(code: code, message: message, currentVersion: currentVersion)
+    }
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        try JSONResponse.make(status, body)
+    }
+
+    static func badRequest(_ message: String) -> Self { Self(.badRequest, .badRequest, message) }
+    static let unauthenticated = Self(
+        .unauthorized,
+        .unauthenticated,
+        "missing or unknown bearer token: log in at /v1/auth/login and send 'Authorization: Bearer <accessToken>'"
+    )
+    static let tokenExpired = Self(.unauthorized, .tokenExpired, "the access token has expired: log in again")
+}
+
+enum JSONResponse {
+    static func make(_ status: HTTPResponse.Status, _ value: some Encodable) throws -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let data = try encoder.encode(value)
+        return Response(
+            status: status,
+            headers: [.contentType: "application/json"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: data))
+        )
+    }
+
+    /// Reads and decodes a JSON body, answering 413 when it is over `limit` and 400 when it does not decode.
+    static func decode<T: Decodable>(_ type: T.Type, from request: Request, limit: Int) async throws -> T {
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: limit)
+        } catch {
+            throw CloudHTTPError(.contentTooLarge, .payloadTooLarge, "the request body is over the limit of \(limit) bytes")
+        }
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(buffer.readableBytesView))
+        } catch let DecodingError.keyNotFound(key, _) {
+            throw CloudHTTPError.badRequest("the request body lacks the member \"\(key.stringValue)\"")
+        } catch let DecodingError.typeMismatch(_, context) {
+            let path = context.codingPath.map(\.stringValue).joined(separator: ".")
+            throw CloudHTTPError.badRequest("the member \"\(path)\" has the wrong type")
+        } catch {
+            throw CloudHTTPError.badRequest("the request body is not valid JSON of the expected shape")
+        }
+    }
+}

@@ -1,0 +1,66 @@
+// Licensed under the Apache License, Version 2.0.
+
+import HTTPTypes
+import Hummingbird
+import HummingbirdWebSocket
+import LiveCloudAPI
+import LiveJSON
+
+/// `POST /v1/auth/login`, `GET|PUT /v1/collections/{collection}/objects/{id}`, `GET /v1/stats`.
+struct ObjectRoutes: Sendable {
+    let auth: AuthService
+    let store: EntityStore
+    let hub: RealtimeHub
+    let maxBodyBytes: Int
+
+    func register(on router: Router<BasicWebSocketRequestContext>) {
+        router.post(RouterPath(CloudPath.login)) { request, _ -> Response in
+            let body = try await JSONResponse.decode(LoginRequest.self, from: request, limit: maxBodyBytes)
+            guard let response = auth.login(username: body.username, password: body.password) else {
+                throw CloudHTTPError(.unauthorized, .invalidCredentials, "wrong username or password")
+            }
+            return try JSONResponse.make(.ok, response)
+        }
+
+        router.get("/v1/collections/:collection/objects/:id") { request, context -> Response in
+            _ = try auth.user(for: request)
+            let key = try Self.key(context)
+            hub.recordFetch(key)
+            guard let entity = try await store.get(key), !entity.deleted else {
+                throw CloudHTTPError(.notFound, .notFound, "no object \(key)")
+            }
+            return try JSONResponse.make(.ok, entity)
+        }
+
+        router.put("/v1/collections/:collection/objects/:id") { request, context -> Response in
+            _ = try auth.user(for: request)
+            let key = try Self.key(context)
+            let body = try await JSONResponse.decode(PutObjectRequest.self, from: request, limit: maxBodyBytes)
+            guard body.data.isObject else { throw CloudHTTPError.badRequest("\"data\" must be a JSON object") }
+            switch try await store.put(key, data: body.data, ifVersion: body.ifVersion) {
+            case .created(let entity): return try JSONResponse.make(.created, entity)
+            case .replaced(let entity): return try JSONResponse.make(.ok, entity)
+            case .conflict(let currentVersion):
+                throw CloudHTTPError(
+                    .conflict,
+                    .versionConflict,
+                    "\(key) is at version \(currentVersion), not \(body.ifVersion ?? 0)",
+                    currentVersion: currentVersion
+                )
+            }
+        }
+
+        router.get(RouterPath(CloudPath.stats)) { _, _ -> Response in
+            try JSONResponse.make(.ok, hub.stats())
+        }
+    }
+
+    private static func key(_ context: BasicWebSocketRequestContext) throws -> EntityKey {
+        let collection = try context.parameters.require("collection")
+        let id = try context.parameters.require("id")
+        guard EntityKey.isValidName(collection), EntityKey.isValidName(id) else {
+            throw CloudHTTPError.badRequest("collection and id must be 1-128 characters of A-Z a-z 0-9 _ - .")
+        }
+        return EntityKey(collection: collection, id: id)
+    }
+}

@@ -1,0 +1,155 @@
+// Licensed under the Apache License, Version 2.0.
+
+import LiveGateProtocol
+import LiveJSON
+import Logging
+import NIOCore
+import Synchronization
+
+/// One client connection: reads frames, answers requests in order, and owns the connection's tokens.
+/// Closing the connection (by either side) releases every token it had.
+final class ClientConnection: Sendable {
+    let id: UInt64
+    let outbox: ConnectionOutbox
+    let context: DaemonContext
+    let logger: Logger
+    private let tokens = Mutex(TokenTable())
+
+    struct TokenTable {
+        var next: Int64 = 0
+        var live: [Int64: ObjectTopicHub.Subscription] = [:]
+        /// Tokens allocated whose subscription is being set up.
+        var pending: Set<Int64> = []
+        /// Pending tokens that ended (once fired, or invalidated) before their setup finished.
+        var endedWhilePending: Set<Int64> = []
+    }
+
+    init(id: UInt64, context: DaemonContext, logger: Logger) {
+        self.id = id
+        self.context = context
+        self.outbox = ConnectionOutbox(
+            maxQueuedBytes: context.configuration.maxQueuedBytesPerConnection,
+            maxStall: context.configuration.maxStall
+        )
+        var logger = logger
+        logger[metadataKey: "conn"] = "\(id)"
+        self.logger = logger
+    }
+
+    /// Serves the connection until the peer closes it, it is cut off, or the daemon shuts down.
+    func run(_ channel: NIOAsyncChannel<InboundFrame, ByteBuffer>) async {
+        logger.debug("client connected")
+        do {
+            try await channel.executeThenClose { inbound, outbound in
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        while let batch = await self.outbox.next() {
+                            try await outbound.write(contentsOf: batch)
+                        }
+                        // Drained after close (cut off or shutdown): end the connection.
+                        channel.channel.close(promise: nil)
+                    }
+                    for try await frame in inbound {
+                        await self.handle(frame)
+                    }
+                    self.outbox.close()
+                    try await group.next()
+                    group.cancelAll()
+                }
+            }
+        } catch {
+            logger.debug("client connection ended with an error", metadata: ["error": "\(error)"])
+        }
+        releaseAllTokens()
+        if outbox.wasCutOff {
+            logger.warning("client cut off: too slow", metadata: ["coalesced": "\(outbox.coalescedCount)"])
+        }
+        logger.debug("client disconnected")
+    }
+
+    /// Asks the connection to end: `final` is written last, then the connection closes.
+    func shutdown(final: ByteBuffer?) {
+        outbox.close(final: final)
+    }
+
+    // MARK: Tokens
+
+    func allocateToken() -> Int64 {
+        tokens.withLock { table in
+            table.next += 1
+            table.pending.insert(table.next)
+            return table.next
+        }
+    }
+
+    /// Records the subscription of a token allocated by ``allocateToken()``; when the token already ended,
+    /// the subscription is released instead.
+    func tokenSubscribed(_ token: Int64, _ subscription: ObjectTopicHub.Subscription) {
+        let endedEarly = tokens.withLock { table -> Bool in
+            table.pending.remove(token)
+            if table.endedWhilePending.remove(token) != nil { return true }
+            table.live[token] = subscription
+            return false
+        }
+        if endedEarly { context.hub.unsubscribe(subscription) }
+    }
+
+    /// Ends a token; returns `false` when this connection has no such token.
+    @discardableResult
+    func endToken(_ token: Int64) -> Bool {
+        let outcome = tokens.withLock { table -> (Bool, ObjectTopicHub.Subscription?) in
+            if let subscription = table.live.removeValue(forKey: token) { return (true, subscription) }
+            if table.pending.contains(token) {
+                table.endedWhilePending.insert(token)
+                return (true, nil)
+            }
+            return (false, nil)
+        }
+        if let subscription = outcome.1 { context.hub.unsubscribe(subscription) }
+        return outcome.0
+    }
+
+    var tokenCount: Int { tokens.withLock { $0.live.count + $0.pending.count } }
+
+    private func releaseAllTokens() {
+        let all = tokens.withLock { table -> [ObjectTopicHub.Subscription] in
+            table.endedWhilePending.formUnion(table.pending)
+            defer { table.live.removeAll() }
+            return Array(table.live.values)
+        }
+        for subscription in all { context.hub.unsubscribe(subscription) }
+    }
+
+    // MARK: Frames
+
+    private func handle(_ frame: InboundFrame) async {
+        switch frame {
+        case .oversized(let byteCount):
+            let limit = context.configuration.maxFrameBytes
+            respond(
+                error: RPCError(
+                    code: .limitExceeded,
+                    message:
+                        "a frame of at least \(byteCount) bytes exceeds the limit of \(limit) bytes; it was discarded up to the next newline",
+                    data: ["limit": "maxFrameBytes", "maxFrameBytes": .number(Double(limit))]
+                ),
+                id: nil
+            )
+        case .message(let buffer):
+            await RequestHandler(connection: self).handle(buffer)
+        }
+    }
+
+    func respond(result: some Encodable & Sendable, id: RequestID) {
+        do {
+            outbox.enqueue(try WireJSON.line(RPCResponse(id: id, result: result)))
+        } catch {
+            logger.error("could not encode a response", metadata: ["error": "\(error)"])
+            respond(error: RPCError(code: .internalError, message: "the daemon could not encode its answer; see its log"), id: id)
+        }
+    }
+
+    func respond(error: RPCError, id: RequestID?) {
+        if let frame = try? WireJSON.line(RPCErrorResponse(id: id, error: error)) { outbox.enqueue(frame) }
+    }
+}

@@ -1,0 +1,199 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Foundation
+import LiveCloudAPI
+import LiveGateProtocol
+import LiveJSON
+import LiveSDK
+import Logging
+import NIOCore
+
+/// Decodes one request frame and performs it. Every failure becomes a JSON-RPC error on the same
+/// connection, which stays usable.
+struct RequestHandler {
+    let connection: ClientConnection
+    private var context: DaemonContext { connection.context }
+
+    static let methods = [Method.hello, Method.objectObserve, Method.tokenInvalidate, Method.objectCreate, Method.objectUpdate]
+
+    func handle(_ frame: ByteBuffer) async {
+        let envelope: RPCRequestEnvelope
+        do {
+            envelope = try JSONDecoder().decode(RPCRequestEnvelope.self, from: Data(frame.readableBytesView))
+        } catch let error as DecodingError {
+            if case .dataCorrupted(let context) = error, context.codingPath.isEmpty {
+                connection.respond(
+                    error: RPCError(code: .parseError, message: "the frame is not valid JSON; send one JSON object per line"),
+                    id: nil
+                )
+            } else {
+                connection.respond(
+                    error: RPCError(code: .invalidRequest, message: "not a JSON-RPC 2.0 request: \(Self.describe(error))"),
+                    id: nil
+                )
+            }
+            return
+        } catch {
+            connection.respond(error: RPCError(code: .parseError, message: "the frame is not valid JSON"), id: nil)
+            return
+        }
+        guard envelope.jsonrpc == "2.0", let method = envelope.method else {
+            connection.respond(
+                error: RPCError(
+                    code: .invalidRequest,
+                    message: "not a JSON-RPC 2.0 request: it needs \"jsonrpc\":\"2.0\", a \"method\" and an \"id\""
+                ),
+                id: envelope.id
+            )
+            return
+        }
+        // Requests without an id are notifications: JSON-RPC gives them no answer, and the daemon takes none.
+        guard let id = envelope.id else { return }
+        do {
+            switch method {
+            case Method.hello: try await hello(id, envelope.params)
+            case Method.objectObserve: try await observe(id, envelope.params)
+            case Method.tokenInvalidate: try invalidate(id, envelope.params)
+            case Method.objectCreate: try await write(id, envelope.params, create: true)
+            case Method.objectUpdate: try await write(id, envelope.params, create: false)
+            default:
+                throw RPCError(
+                    code: .methodNotFound,
+                    message: "unknown method \"\(method)\"; this daemon speaks \(Self.methods.joined(separator: ", "))"
+                )
+            }
+        } catch let error as RPCError {
+            connection.respond(error: error, id: id)
+        } catch let error as LiveError {
+            connection.respond(error: RPCError(error), id: id)
+        } catch {
+            connection.logger.error("request failed", metadata: ["method": "\(method)", "error": "\(error)"])
+            connection.respond(error: RPCError(code: .internalError, message: "the daemon failed internally; see its log"), id: id)
+        }
+    }
+
+    // MARK: Methods
+
+    private func hello(_ id: RequestID, _ params: JSONValue?) async throws {
+        let hello = try Self.decode(HelloParams.self, params, method: Method.hello)
+        guard hello.protocol == livegateProtocolVersion else {
+            throw RPCError(
+                code: .unsupportedProtocol,
+                message: "this daemon speaks protocol \(livegateProtocolVersion), not \(hello.protocol)",
+                data: ["supported": [.number(Double(livegateProtocolVersion))]]
+            )
+        }
+        connection.logger.debug("hello", metadata: ["client": "\(hello.client)"])
+        let result = HelloResult(
+            daemon: "livegated",
+            version: livegatedVersion,
+            protocol: livegateProtocolVersion,
+            session: await context.engine.session.state.rawValue,
+            limits: .init(maxFrameBytes: context.configuration.maxFrameBytes)
+        )
+        connection.respond(result: result, id: id)
+    }
+
+    private func observe(_ id: RequestID, _ params: JSONValue?) async throws {
+        let observe = try Self.decode(ObjectObserveParams.self, params, method: Method.objectObserve)
+        let key = try Self.key(observe.collection, observe.id)
+        let options = ObserveOptions(
+            policy: observe.policy == .freshOnly ? .freshOnly : .localThenFresh,
+            once: observe.once ?? false
+        )
+        let token = connection.allocateToken()
+        // The answer is queued before the subscription, so it precedes the token's first notification.
+        connection.respond(result: TokenResult(token: token), id: id)
+        let connection = self.connection
+        let subscription = await context.hub.subscribe(
+            key: key,
+            options: options,
+            outbox: connection.outbox,
+            token: token,
+            onFinished: { connection.endToken(token) }
+        )
+        connection.tokenSubscribed(token, subscription)
+    }
+
+    private func invalidate(_ id: RequestID, _ params: JSONValue?) throws {
+        let request = try Self.decode(TokenParams.self, params, method: Method.tokenInvalidate)
+        guard connection.endToken(request.token) else {
+            throw RPCError(
+                code: .unknownToken,
+                message: "this connection has no token \(request.token) (it may have ended already, or belong to another connection)"
+            )
+        }
+        connection.respond(result: InvalidateResult(invalidated: true), id: id)
+    }
+
+    private func write(_ id: RequestID, _ params: JSONValue?, create: Bool) async throws {
+        let method = create ? Method.objectCreate : Method.objectUpdate
+        let request = try Self.decode(ObjectWriteParams.self, params, method: method)
+        let key = try Self.key(request.collection, request.id)
+        guard request.data.isObject else {
+            throw RPCError(code: .invalidParams, message: "params.data must be a JSON object")
+        }
+        let entity = try await context.engine.write(
+            collection: key.collection,
+            id: key.id,
+            data: request.data,
+            ifVersion: create ? 0 : request.ifVersion
+        )
+        let snapshot = ObjectSnapshot(
+            collection: entity.collection,
+            id: entity.id,
+            version: entity.version,
+            data: entity.data,
+            updatedAt: entity.updatedAt
+        )
+        connection.respond(result: ObjectWriteResult(snapshot: snapshot), id: id)
+    }
+
+    // MARK: Decoding
+
+    private static func key(_ collection: String, _ id: String) throws -> EntityKey {
+        guard EntityKey.isValidName(collection), EntityKey.isValidName(id) else {
+            throw RPCError(
+                code: .invalidParams,
+                message: "params.collection and params.id must be 1-128 characters of A-Z a-z 0-9 _ - ."
+            )
+        }
+        return EntityKey(collection: collection, id: id)
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, _ params: JSONValue?, method: String) throws -> T {
+        do {
+            let data = try JSONEncoder().encode(params ?? .object([:]))
+            return try JSONDecoder().decode(T.self, from: data)
+        } catch let error as DecodingError {
+            throw RPCError(code: .invalidParams, message: "invalid params for \(method): \(describe(error))")
+        }
+    }
+
+    static func describe(_ error: DecodingError) -> String {
+        func path(_ codingPath: [any CodingKey]) -> String {
+            (["params"] + codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }).joined(separator: ".")
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            return "\(path(context.codingPath + [key])) is missing"
+        case .typeMismatch(let type, let context):
+            return "\(path(context.codingPath)) must be \(describe(type))"
+        case .valueNotFound(let type, let context):
+            return "\(path(context.codingPath)) must be \(describe(type)), not null"
+        case .dataCorrupted(let context):
+            return "\(path(context.codingPath)) has an invalid value"
+        @unknown default:
+            return "malformed"
+        }
+    }
+
+    private static func describe(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Int.Type, is Int64.Type: "an integer"
+        case is Bool.Type: "a boolean"
+        default: "of type \(type)"
+        }
+    }
+}

@@ -1,0 +1,125 @@
+// Licensed under the Apache License, Version 2.0.
+
+import LiveJSON
+
+/// The protocol version this build speaks.
+public let livegateProtocolVersion = 1
+
+/// Method names of the local protocol.
+public enum Method {
+    public static let hello = "hello"
+    public static let objectObserve = "object.observe"
+    public static let objectCreate = "object.create"
+    public static let objectUpdate = "object.update"
+    public static let tokenInvalidate = "token.invalidate"
+}
+
+/// Notification names of the local protocol.
+public enum NotificationMethod {
+    public static let objectChanged = "object.changed"
+    /// Sent once, just before the daemon closes a connection on its own (slow reader, shutdown).
+    public static let connectionClosing = "connection.closing"
+}
+
+// MARK: hello
+
+public struct HelloParams: Codable, Sendable {
+    /// A name for the client, for the daemon's logs.
+    public var client: String
+    /// The protocol version the client speaks.
+    public var `protocol`: Int
+
+    public init(client: String, protocol: Int = livegateProtocolVersion) {
+        self.client = client
+        self.protocol = `protocol`
+    }
+}
+
+public struct HelloResult: Codable, Sendable {
+    public var daemon: String
+    public var version: String
+    public var `protocol`: Int
+    /// The cloud session's state: notLoggedIn, establishing, established, tokenExpired, terminated.
+    public var session: String
+    public var limits: Limits
+
+    public struct Limits: Codable, Sendable {
+        /// The largest frame the daemon accepts, in bytes, newline included.
+        public var maxFrameBytes: Int
+        public init(maxFrameBytes: Int) { self.maxFrameBytes = maxFrameBytes }
+    }
+
+    public init(daemon: String, version: String, protocol: Int, session: String, limits: Limits) {
+        self.daemon = daemon
+        self.version = version
+        self.protocol = `protocol`
+        self.session = session
+        self.limits = limits
+    }
+}
+
+// MARK: object.observe
+
+/// How an observation uses the cache.
+public enum ObservePolicy: String, Codable, Sendable {
+    /// The cached version at once (`dataStatus: local`) when there is one, then the fresh one. The default.
+    case localThenFresh
+    /// Nothing until the cloud has answered: the first notification is `fresh`, `notExist` or an error.
+    case freshOnly
+}
+
+public struct ObjectObserveParams: Codable, Sendable {
+    public var collection: String
+    public var id: String
+    /// Fire exactly once (local if cached, else fresh), then the token ends by itself.
+    public var once: Bool?
+    public var policy: ObservePolicy?
+
+    public init(collection: String, id: String, once: Bool? = nil, policy: ObservePolicy? = nil) {
+        self.collection = collection
+        self.id = id
+        self.once = once
+        self.policy = policy
+    }
+}
+
+public struct TokenResult: Codable, Sendable, Equatable {
+    public var token: Int64
+    public init(token: Int64) { self.token = token }
+}
+
+// MARK: token.invalidate
+
+public struct TokenParams: Codable, Sendable {
+    public var token: Int64
+    public init(token: Int64) { self.token = token }
+}
+
+public struct InvalidateResult: Codable, Sendable {
+    public var invalidated: Bool
+    public init(invalidated: Bool) { self.invalidated = invalidated }
+}
+
+// MARK: object.create / object.update
+
+public struct ObjectWriteParams: Codable, Sendable {
+    public var collection: String
+    public var id: String
+    /// The object's new data: a JSON object.
+    public var data: JSONValue
+    /// `object.update` only: succeed only if the stored version is exactly this.
+    public var ifVersion: Int64?
+
+    public init(collection: String, id: String, data: JSONValue, ifVersion: Int64? = nil) {
+        self.collection = collection
+        self.id = id
+        self.data = data
+        self.ifVersion = ifVersion
+    }
+}
+
+public struct ObjectWriteResult: Codable, Sendable {
+    /// The object as stored by the cloud after the write.
+    public var snapshot: ObjectSnapshot
+    public init(snapshot: ObjectSnapshot) { self.snapshot = snapshot }
+}

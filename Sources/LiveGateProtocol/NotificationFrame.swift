@@ -1,0 +1,82 @@
+// Licensed under the Apache License, Version 2.0.
+
+import NIOCore
+import struct Foundation.Data
+import class Foundation.JSONEncoder
+
+/// The wire shape that lets the daemon encode a notification once and send it to many tokens.
+///
+/// A notification is one ordinary JSON-RPC 2.0 notification line:
+///
+///     {"jsonrpc":"2.0","method":"object.changed","params":{"token":7,"dataStatus":"fresh",...}}\n
+///     └──────────────── prefix (per token) ───────────────────────┘└──────── body (shared) ───────┘
+///
+/// The *prefix* ends just after the token and its comma; it depends only on the method and the token, so
+/// the daemon builds it once when the token is created. The *body* is the rest of `params`' members followed
+/// by `}}\n`; it is encoded once per change and the same bytes are written after every token's prefix.
+/// Clients need not know any of this: each line is a complete JSON object with `params.token` first.
+public enum NotificationFrame {
+    /// `{"jsonrpc":"2.0","method":"<method>","params":{"token":<token>,`
+    public static func prefix(method: String, token: Int64, allocator: ByteBufferAllocator = ByteBufferAllocator()) -> ByteBuffer {
+        var buffer = allocator.buffer(capacity: 64 + method.utf8.count)
+        buffer.writeString("{\"jsonrpc\":\"2.0\",\"method\":\"")
+        buffer.writeString(method)
+        buffer.writeString("\",\"params\":{\"token\":")
+        buffer.writeString(String(token))
+        buffer.writeString(",")
+        return buffer
+    }
+
+    /// Encodes `body` (which must encode as a non-empty JSON object) as the shared part of a notification.
+    public static func body(_ body: some Encodable) throws -> ByteBuffer {
+        let data = try WireJSON.encode(body)
+        // `data` is `{...}`: drop the opening brace, close both `params` and the message, end the line.
+        guard data.count > 2, data.first == UInt8(ascii: "{"), data.last == UInt8(ascii: "}") else {
+            throw EncodingError.invalidValue(
+                body,
+                .init(codingPath: [], debugDescription: "a notification body must be a non-empty JSON object")
+            )
+        }
+        var buffer = ByteBuffer()
+        buffer.reserveCapacity(data.count + 2)
+        buffer.writeBytes(data.dropFirst())
+        buffer.writeString("}\n")
+        return buffer
+    }
+
+    /// A complete notification whose params carry no token (e.g. `connection.closing`).
+    public static func standalone<Params: Encodable>(method: String, params: Params) throws -> ByteBuffer {
+        try WireJSON.line(RPCNotification(method: method, params: params))
+    }
+}
+
+/// A notification as encoded whole (those that carry no token).
+public struct RPCNotification<Params: Encodable>: Encodable {
+    public var jsonrpc = "2.0"
+    public var method: String
+    public var params: Params
+
+    public init(method: String, params: Params) {
+        self.method = method
+        self.params = params
+    }
+}
+
+/// The one JSON encoding of the local protocol: sorted keys, no escaped slashes, one line.
+public enum WireJSON {
+    public static func encode(_ value: some Encodable) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(value)
+    }
+
+    /// `value` encoded, followed by `\n`.
+    public static func line(_ value: some Encodable) throws -> ByteBuffer {
+        let data = try encode(value)
+        var buffer = ByteBuffer()
+        buffer.reserveCapacity(data.count + 1)
+        buffer.writeBytes(data)
+        buffer.writeInteger(UInt8(ascii: "\n"))
+        return buffer
+    }
+}

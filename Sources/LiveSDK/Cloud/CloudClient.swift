@@ -1,0 +1,93 @@
+// Licensed under the Apache License, Version 2.0.
+
+import AsyncHTTPClient
+import Foundation
+import LiveCloudAPI
+import NIOCore
+import NIOHTTP1
+
+/// The cloud's REST API, as the engine uses it. Every failure becomes a ``LiveError``; no credential or
+/// token ever appears in an error message.
+struct CloudClient: Sendable {
+    /// `http://host:port`, without a trailing slash.
+    let baseURL: String
+    let httpClient: HTTPClient
+    let timeout: TimeAmount
+
+    init(baseURL: String, httpClient: HTTPClient = .shared, timeout: TimeAmount = .seconds(10)) {
+        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        self.httpClient = httpClient
+        self.timeout = timeout
+    }
+
+    func login(_ request: LoginRequest) async throws(LiveError) -> LoginResponse {
+        let (status, body) = try await send(method: .POST, path: CloudPath.login, token: nil, body: request)
+        guard status == .ok else { throw Self.error(status: status, body: body, what: "login") }
+        return try Self.decode(LoginResponse.self, from: body, what: "login")
+    }
+
+    /// The stored entity, or `nil` when the cloud has no such object.
+    func fetch(_ key: EntityKey, token: String) async throws(LiveError) -> Entity? {
+        let (status, body) = try await send(method: .GET, path: CloudPath.object(key), token: token, body: Optional<Int>.none)
+        if status == .notFound { return nil }
+        guard status == .ok else { throw Self.error(status: status, body: body, what: "fetch of \(key)") }
+        return try Self.decode(Entity.self, from: body, what: "fetch of \(key)")
+    }
+
+    func put(_ key: EntityKey, _ request: PutObjectRequest, token: String) async throws(LiveError) -> Entity {
+        let (status, body) = try await send(method: .PUT, path: CloudPath.object(key), token: token, body: request)
+        guard status == .ok || status == .created else { throw Self.error(status: status, body: body, what: "write of \(key)") }
+        return try Self.decode(Entity.self, from: body, what: "write of \(key)")
+    }
+
+    private func send(
+        method: HTTPMethod,
+        path: String,
+        token: String?,
+        body: (some Encodable)?
+    ) async throws(LiveError) -> (HTTPResponseStatus, ByteBuffer) {
+        var request = HTTPClientRequest(url: baseURL + path)
+        request.method = method
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        do {
+            if let body {
+                request.headers.add(name: "Content-Type", value: "application/json")
+                request.body = .bytes(ByteBuffer(bytes: try JSONEncoder().encode(body)))
+            }
+            let response = try await httpClient.execute(request, timeout: timeout)
+            let bytes = try await response.body.collect(upTo: 64 << 20)
+            return (response.status, bytes)
+        } catch {
+            throw LiveError(code: .cloudUnavailable, message: "the cloud at \(baseURL) could not be reached: \(error)")
+        }
+    }
+
+    private static func decode<T: Decodable>(_ type: T.Type, from body: ByteBuffer, what: String) throws(LiveError) -> T {
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(body.readableBytesView))
+        } catch {
+            throw LiveError(code: .cloudUnavailable, message: "the cloud's answer to the \(what) was not understood: \(error)")
+        }
+    }
+
+    private static func error(status: HTTPResponseStatus, body: ByteBuffer, what: String) -> LiveError {
+        let parsed = try? JSONDecoder().decode(ErrorResponse.self, from: Data(body.readableBytesView))
+        let detail = parsed?.error.message ?? "HTTP \(status.code)"
+        switch (status, parsed?.error.code) {
+        case (.unauthorized, _):
+            return LiveError(code: .unauthenticated, message: "the cloud refused the \(what): \(detail)")
+        case (.notFound, _):
+            return LiveError(code: .notFound, message: "\(what): \(detail)")
+        case (.conflict, _), (.preconditionFailed, _):
+            return LiveError(
+                code: .versionConflict,
+                message: "\(what): \(detail)",
+                currentVersion: parsed?.error.currentVersion
+            )
+        case (.badRequest, _), (.payloadTooLarge, _):
+            return LiveError(code: .invalidArgument, message: "\(what): \(detail)")
+        default:
+            return LiveError(code: .cloudUnavailable, message: "\(what) failed: \(detail)")
+        }
+    }
+}

@@ -1,0 +1,258 @@
+// Licensed under the Apache License, Version 2.0.
+
+import LiveCloudAPI
+import LiveJSON
+import Logging
+import Foundation
+
+/// What the engine needs to run.
+public struct LiveSDKConfiguration: Sendable {
+    /// The cloud's base URL, e.g. `http://127.0.0.1:8080`.
+    public var cloudURL: String
+    public var credentials: Credentials
+    /// Where the cache lives (`cache.sqlite` is created there).
+    public var stateDirectory: String
+
+    public init(cloudURL: String, credentials: Credentials, stateDirectory: String) {
+        self.cloudURL = cloudURL
+        self.credentials = credentials
+        self.stateDirectory = stateDirectory
+    }
+}
+
+/// The engine: one cloud session, one cache, one realtime connection, and the live objects served from them.
+///
+/// ```swift
+/// let client = try LiveClient(configuration: config, logger: logger)
+/// async let running: Void = client.run()
+/// let token = await client.object(collection: "notes", id: "n1").observe { change in
+///     print(change.dataStatus, change.snapshot?.data ?? "none")
+/// }
+/// ```
+///
+/// ``run()`` must be running for observations to fetch and to receive realtime changes; until it runs,
+/// observers get what the cache holds.
+public actor LiveClient {
+    public nonisolated let session: Session
+    public nonisolated let logger: Logger
+    private let cache: CacheStore
+    private let cloud: CloudClient
+    private let realtime: RealtimeConnection
+    private let realtimeEvents: AsyncStream<RealtimeEvent>
+    private let commands: AsyncStream<Command>
+    private let commandSink: AsyncStream<Command>.Continuation
+    private var observations: [EntityKey: SharedObjectObservation] = [:]
+    private var fetching: Set<EntityKey> = []
+    private var refetchWanted: Set<EntityKey> = []
+    public private(set) var connectionStatus: ConnectionStatus = .offline
+
+    private enum Command: Sendable {
+        case activate(EntityKey)
+        case refresh(EntityKey)
+        case release(EntityKey)
+    }
+
+    public init(configuration: LiveSDKConfiguration, logger: Logger) throws {
+        self.logger = logger
+        try FileManager.default.createDirectory(atPath: configuration.stateDirectory, withIntermediateDirectories: true)
+        cache = try CacheStore(path: configuration.stateDirectory + "/cache.sqlite")
+        cloud = CloudClient(baseURL: configuration.cloudURL)
+        session = Session(credentials: configuration.credentials, cloud: cloud, logger: logger)
+        let (events, eventSink) = AsyncStream.makeStream(of: RealtimeEvent.self)
+        realtimeEvents = events
+        realtime = RealtimeConnection(cloudURL: configuration.cloudURL, session: session, logger: logger, events: eventSink)
+        (commands, commandSink) = AsyncStream.makeStream(of: Command.self)
+    }
+
+    /// A handle on one object. Cheap; observing it is what costs.
+    public nonisolated func object(collection: String, id: String) -> LiveObject {
+        LiveObject(client: self, key: EntityKey(collection: collection, id: id))
+    }
+
+    /// Runs the realtime connection and the engine's background work until the task is cancelled.
+    public func run() async {
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.realtime.run() }
+            group.addTask {
+                for await event in self.realtimeEvents { await self.handle(event) }
+            }
+            for await command in commands {
+                switch command {
+                case .activate(let key):
+                    group.addTask { await self.activate(key) }
+                case .refresh(let key):
+                    group.addTask { await self.refresh(key) }
+                case .release(let key):
+                    await self.releaseIfUnobserved(key)
+                }
+            }
+            group.cancelAll()
+        }
+    }
+
+    /// Closes the cache. Call after ``run()`` has returned.
+    public func close() {
+        do {
+            try cache.close()
+        } catch {
+            logger.error("closing the cache failed", metadata: ["error": "\(error)"])
+        }
+    }
+
+    // MARK: Observing
+
+    func observe(_ key: EntityKey, options: ObserveOptions, handler: @escaping @Sendable (LiveObjectChange) -> Void) async
+        -> NotificationToken
+    {
+        let observation: SharedObjectObservation
+        let isNew: Bool
+        if let existing = observations[key] {
+            observation = existing
+            isNew = false
+        } else {
+            observation = SharedObjectObservation(key: key)
+            observations[key] = observation
+            isNew = true
+        }
+        let id = observation.add(options: options, handler: handler)
+        let token = NotificationToken { [commandSink] in
+            observation.remove(id)
+            commandSink.yield(.release(key))
+        }
+        if isNew {
+            let cached: Entity?
+            do {
+                cached = try await cache.entity(key)
+            } catch {
+                logger.error("cache read failed", metadata: ["key": "\(key)", "error": "\(error)"])
+                cached = nil
+            }
+            observation.apply { $0.started(cached: cached, fetching: true) }
+            commandSink.yield(.activate(key))
+        }
+        if observation.isUnobserved { commandSink.yield(.release(key)) }
+        return token
+    }
+
+    /// Subscribes the object's topic, then fetches it (in that order, so no change can fall between).
+    private func activate(_ key: EntityKey) async {
+        guard observations[key] != nil else { return }
+        await realtime.acquire(.object(key))
+        await refresh(key)
+    }
+
+    private func refresh(_ key: EntityKey) async {
+        guard let observation = observations[key] else { return }
+        guard !fetching.contains(key) else {
+            refetchWanted.insert(key)
+            return
+        }
+        fetching.insert(key)
+        defer { fetching.remove(key) }
+        repeat {
+            refetchWanted.remove(key)
+            observation.apply { $0.fetchStarted() }
+            do {
+                let entity = try await fetchWithSession(key)
+                if let entity { try await cache.store(entity) }
+                observation.apply { $0.fetchSucceeded(entity) }
+            } catch {
+                logger.warning("fetch failed", metadata: ["key": "\(key)", "error": "\(error)"])
+                observation.apply { $0.fetchFailed(error) }
+            }
+        } while refetchWanted.contains(key) && observations[key] === observation
+        if observation.isUnobserved { commandSink.yield(.release(key)) }
+    }
+
+    private func fetchWithSession(_ key: EntityKey) async throws(LiveError) -> Entity? {
+        let token = try await session.accessToken()
+        do {
+            return try await cloud.fetch(key, token: token)
+        } catch where error.code == .unauthenticated {
+            await session.tokenRejected(token)
+            return try await cloud.fetch(key, token: try await session.accessToken())
+        }
+    }
+
+    private func releaseIfUnobserved(_ key: EntityKey) async {
+        guard let observation = observations[key], observation.isUnobserved else { return }
+        observations[key] = nil
+        await realtime.release(.object(key))
+    }
+
+    private func handle(_ event: RealtimeEvent) async {
+        switch event {
+        case .statusChanged(let status):
+            connectionStatus = status
+        case .connected:
+            // Changes may have happened while the connection was down: refresh every observed object.
+            for key in observations.keys { commandSink.yield(.refresh(key)) }
+        case .entityChanged(_, let entity):
+            do {
+                try await cache.store(entity)
+            } catch {
+                logger.error("cache write failed", metadata: ["key": "\(entity.key)", "error": "\(error)"])
+            }
+            observations[entity.key]?.apply { $0.remoteChanged(entity) }
+        }
+    }
+
+    // MARK: Writing
+
+    /// Writes `data` as the object's new content (creating it if needed) and returns the stored entity.
+    /// Observers of the object see the new version before this returns.
+    /// - Parameter ifVersion: succeed only if the stored version is exactly this (0: must not exist yet).
+    public func write(collection: String, id: String, data: JSONValue, ifVersion: Int64? = nil) async throws(LiveError)
+        -> Entity
+    {
+        let key = EntityKey(collection: collection, id: id)
+        guard EntityKey.isValidName(collection), EntityKey.isValidName(id) else {
+            throw LiveError(
+                code: .invalidArgument,
+                message: "collection and id must be 1-128 characters of A-Z a-z 0-9 _ - . (got \"\(collection)\", \"\(id)\")"
+            )
+        }
+        guard data.isObject else { throw LiveError(code: .invalidArgument, message: "an object's data must be a JSON object") }
+        let request = PutObjectRequest(data: data, ifVersion: ifVersion)
+        let token = try await session.accessToken()
+        let entity: Entity
+        do {
+            entity = try await cloud.put(key, request, token: token)
+        } catch where error.code == .unauthenticated {
+            await session.tokenRejected(token)
+            entity = try await cloud.put(key, request, token: try await session.accessToken())
+        }
+        do {
+            try await cache.store(entity)
+        } catch {
+            logger.error("cache write failed", metadata: ["key": "\(key)", "error": "\(error)"])
+        }
+        observations[key]?.apply { $0.remoteChanged(entity) }
+        return entity
+    }
+}
+
+/// A live object: observe it to receive its current state and every change.
+public struct LiveObject: Sendable {
+    let client: LiveClient
+    public let key: EntityKey
+
+    /// Observes the object until the returned token is invalidated or released.
+    ///
+    /// The handler is called serially, on the engine's executor; it must return quickly (hand work off).
+    /// See ``LiveObjectState`` for the order of emissions.
+    public func observe(
+        options: ObserveOptions = ObserveOptions(),
+        _ handler: @escaping @Sendable (LiveObjectChange) -> Void
+    ) async -> NotificationToken {
+        await client.observe(key, options: options, handler: handler)
+    }
+
+    /// Observes exactly one change: the cached version if there is one, else the fetch's outcome.
+    public func observeOnce(
+        policy: ObservePolicy = .localThenFresh,
+        _ handler: @escaping @Sendable (LiveObjectChange) -> Void
+    ) async -> NotificationToken {
+        await client.observe(key, options: ObserveOptions(policy: policy, once: true), handler: handler)
+    }
+}

@@ -1,0 +1,74 @@
+// Licensed under the Apache License, Version 2.0.
+
+import LiveCloudAPI
+import Synchronization
+
+/// One object's observation inside the engine, shared by all its observers: one cache read, one fetch and
+/// one realtime topic, whatever the number of observers.
+///
+/// State changes happen on the engine's actor; observers may be removed from any thread (token release).
+final class SharedObjectObservation: Sendable {
+    typealias Handler = @Sendable (LiveObjectChange) -> Void
+
+    private struct Observer {
+        var filter: ObserverFilter
+        let handler: Handler
+    }
+
+    private struct Inner {
+        var state = LiveObjectState()
+        var observers: [Int: Observer] = [:]
+        var nextID = 0
+    }
+
+    let key: EntityKey
+    private let inner = Mutex(Inner())
+
+    init(key: EntityKey) { self.key = key }
+
+    /// Adds an observer. When the observation has already started, it receives the current state at once
+    /// (if its filter admits it). Returns the observer's id.
+    func add(options: ObserveOptions, handler: @escaping Handler) -> Int {
+        let (id, initial) = inner.withLock { inner -> (Int, LiveObjectChange?) in
+            inner.nextID += 1
+            var observer = Observer(filter: ObserverFilter(options: options), handler: handler)
+            var initial: LiveObjectChange?
+            if inner.state.hasStarted, observer.filter.admit(inner.state.current) { initial = inner.state.current }
+            if !observer.filter.finished { inner.observers[inner.nextID] = observer }
+            return (inner.nextID, initial)
+        }
+        if let initial { handler(initial) }
+        return id
+    }
+
+    /// Removes an observer; returns whether none is left.
+    @discardableResult
+    func remove(_ id: Int) -> Bool {
+        inner.withLock { inner in
+            inner.observers[id] = nil
+            return inner.observers.isEmpty
+        }
+    }
+
+    var isUnobserved: Bool { inner.withLock { $0.observers.isEmpty } }
+    var current: LiveObjectChange { inner.withLock { $0.state.current } }
+
+    /// Applies an event to the state machine and delivers the resulting change, if any, to the observers
+    /// whose filters admit it. Observers that have fired their once are dropped.
+    func apply(_ event: (inout LiveObjectState) -> LiveObjectChange?) {
+        let deliveries = inner.withLock { inner -> [(Handler, LiveObjectChange)] in
+            guard let change = event(&inner.state) else { return [] }
+            var out: [(Handler, LiveObjectChange)] = []
+            for (id, var observer) in inner.observers {
+                if observer.filter.admit(change) { out.append((observer.handler, change)) }
+                if observer.filter.finished {
+                    inner.observers[id] = nil
+                } else {
+                    inner.observers[id] = observer
+                }
+            }
+            return out
+        }
+        for (handler, change) in deliveries { handler(change) }
+    }
+}

@@ -1,0 +1,172 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Foundation
+import HTTPTypes
+import LiveCloudAPI
+import Logging
+import NIOCore
+import WSClient
+
+/// What the realtime connection tells the engine.
+enum RealtimeEvent: Sendable {
+    /// The WebSocket is open and every wanted topic has been (re)subscribed. Events may have been missed
+    /// while it was down, so observed objects must be refreshed.
+    case connected
+    case statusChanged(ConnectionStatus)
+    /// An entity changed on a subscribed topic.
+    case entityChanged(seq: Int64, entity: Entity)
+}
+
+/// The one realtime WebSocket to the cloud: ref-counted topic subscriptions, reconnect with backoff.
+actor RealtimeConnection {
+    private var machine = RealtimeConnectionStateMachine()
+    private var writer: WebSocketOutboundWriter?
+    private var nextRef: Int64 = 0
+    private var pendingAcks: [Int64: CheckedContinuation<Bool, Never>] = [:]
+    private var earlyAnswers: [Int64: Bool] = [:]
+    private let url: String
+    private let session: Session
+    private let logger: Logger
+    private let events: AsyncStream<RealtimeEvent>.Continuation
+
+    init(cloudURL: String, session: Session, logger: Logger, events: AsyncStream<RealtimeEvent>.Continuation) {
+        var base = cloudURL.hasSuffix("/") ? String(cloudURL.dropLast()) : cloudURL
+        if base.hasPrefix("https://") {
+            base = "wss://" + base.dropFirst("https://".count)
+        } else if base.hasPrefix("http://") {
+            base = "ws://" + base.dropFirst("http://".count)
+        }
+        self.url = base + CloudPath.realtime
+        self.session = session
+        self.logger = logger
+        self.events = events
+    }
+
+    var status: ConnectionStatus { machine.status }
+
+    /// Takes a reference on `topic`; returns once the cloud acknowledged the subscription, or at once when
+    /// the connection is down (it is then subscribed on connect, and a ``RealtimeEvent/connected`` follows).
+    func acquire(_ topic: Topic) async {
+        guard machine.acquire(topic) else { return }
+        _ = await send(.subscribe, topic)
+    }
+
+    /// Drops a reference on `topic`, unsubscribing when it was the last.
+    func release(_ topic: Topic) async {
+        guard machine.release(topic) else { return }
+        _ = await send(.unsubscribe, topic)
+    }
+
+    /// Connects and reconnects until the task is cancelled.
+    func run() async {
+        while !Task.isCancelled {
+            machine.connectionStarted()
+            events.yield(.statusChanged(machine.status))
+            do {
+                let token = try await session.accessToken()
+                try await connectOnce(token: token)
+                logger.info("realtime connection closed by the cloud")
+            } catch is CancellationError {
+                break
+            } catch {
+                logger.warning("realtime connection failed", metadata: ["error": "\(error)"])
+            }
+            disconnected()
+            let delay = machine.connectionLost(jitter: Double.random(in: 0..<1))
+            events.yield(.statusChanged(machine.status))
+            do {
+                try await Task.sleep(for: delay)
+            } catch {
+                break
+            }
+        }
+        disconnected()
+        events.yield(.statusChanged(.offline))
+    }
+
+    private func connectOnce(token: String) async throws {
+        var configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 24)
+        configuration.additionalHeaders[.authorization] = "Bearer \(token)"
+        try await WebSocketClient.connect(url: url, configuration: configuration, logger: logger) { inbound, outbound, _ in
+            await self.established(writer: outbound)
+            var iterator = inbound.messages(maxSize: 1 << 24).makeAsyncIterator()
+            while let message = try await iterator.next() {
+                guard case .text(let text) = message else { continue }
+                await self.received(text)
+            }
+        }
+    }
+
+    private func established(writer: WebSocketOutboundWriter) async {
+        self.writer = writer
+        let topics = machine.connectionEstablished()
+        logger.info("realtime connection established", metadata: ["topics": "\(topics.count)"])
+        events.yield(.statusChanged(machine.status))
+        for topic in topics {
+            _ = await send(.subscribe, topic)
+        }
+        events.yield(.connected)
+    }
+
+    private func received(_ text: String) {
+        let message: RealtimeServerMessage
+        do {
+            message = try JSONDecoder().decode(RealtimeServerMessage.self, from: Data(text.utf8))
+        } catch {
+            logger.warning("ignoring a realtime message that could not be decoded", metadata: ["error": "\(error)"])
+            return
+        }
+        switch message.op {
+        case .ack:
+            if let ref = message.ref { answered(ref, true) }
+        case .error:
+            logger.warning(
+                "the cloud refused a realtime request",
+                metadata: ["code": "\(message.code?.rawValue ?? "-")", "message": "\(message.message ?? "")"]
+            )
+            if let ref = message.ref { answered(ref, false) }
+        case .event:
+            guard let seq = message.seq, let entity = message.entity else { return }
+            events.yield(.entityChanged(seq: seq, entity: entity))
+        }
+    }
+
+    /// Sends a request and waits for its ack; `false` when it failed or the connection went down.
+    private func send(_ op: RealtimeClientMessage.Operation, _ topic: Topic) async -> Bool {
+        guard let writer else { return false }
+        nextRef += 1
+        let ref = nextRef
+        let text: String
+        do {
+            text = String(decoding: try JSONEncoder().encode(RealtimeClientMessage(op: op, ref: ref, topic: topic)), as: UTF8.self)
+        } catch {
+            return false
+        }
+        do {
+            try await writer.write(.text(text))
+        } catch {
+            logger.debug("realtime write failed", metadata: ["error": "\(error)"])
+            return false
+        }
+        // The actor is reentrant: the answer may already have arrived while the write was suspended.
+        if let early = earlyAnswers.removeValue(forKey: ref) { return early }
+        guard self.writer != nil else { return false }
+        return await withCheckedContinuation { pendingAcks[ref] = $0 }
+    }
+
+    private func answered(_ ref: Int64, _ success: Bool) {
+        if let continuation = pendingAcks.removeValue(forKey: ref) {
+            continuation.resume(returning: success)
+        } else if ref <= nextRef {
+            earlyAnswers[ref] = success
+        }
+    }
+
+    private func disconnected() {
+        writer = nil
+        earlyAnswers.removeAll()
+        let pending = pendingAcks
+        pendingAcks.removeAll()
+        for continuation in pending.values { continuation.resume(returning: false) }
+    }
+}

@@ -1,0 +1,99 @@
+// Licensed under the Apache License, Version 2.0.
+
+import LiveCloudAPI
+
+/// The cloud connection's state, as observers see it (Kinvey's `onStatus`).
+public enum ConnectionStatus: String, Sendable, Codable {
+    /// Not started, or stopped.
+    case offline
+    /// Connecting for the first time, or again after a failure.
+    case connecting
+    /// The realtime WebSocket is open.
+    case connected
+    /// The connection failed; the next attempt is scheduled after a backoff.
+    case reconnecting
+}
+
+/// The realtime connection's state machine: which topics are wanted (reference-counted), whether the
+/// WebSocket is up, and when to try again. Pure: the shell performs the returned actions; time and
+/// randomness come in as parameters.
+public struct RealtimeConnectionStateMachine: Sendable {
+    public enum Phase: Equatable, Sendable {
+        case idle
+        case connecting(attempt: Int)
+        case connected
+        case backingOff(attempt: Int)
+    }
+
+    public private(set) var phase: Phase = .idle
+    private var refCounts: [Topic: Int] = [:]
+
+    public init() {}
+
+    /// The topics with at least one holder.
+    public var wantedTopics: Set<Topic> { Set(refCounts.keys) }
+
+    public var status: ConnectionStatus {
+        switch phase {
+        case .idle: .offline
+        case .connecting(let attempt): attempt == 1 ? .connecting : .reconnecting
+        case .connected: .connected
+        case .backingOff: .reconnecting
+        }
+    }
+
+    /// Takes one reference on `topic`. Returns `true` when a `subscribe` must be sent now (first
+    /// reference while connected); when not connected, the topic is subscribed on connect.
+    public mutating func acquire(_ topic: Topic) -> Bool {
+        let count = refCounts[topic, default: 0]
+        refCounts[topic] = count + 1
+        return count == 0 && phase == .connected
+    }
+
+    /// Drops one reference on `topic`. Returns `true` when an `unsubscribe` must be sent now.
+    public mutating func release(_ topic: Topic) -> Bool {
+        guard let count = refCounts[topic] else { return false }
+        if count > 1 {
+            refCounts[topic] = count - 1
+            return false
+        }
+        refCounts[topic] = nil
+        return phase == .connected
+    }
+
+    /// A connection attempt starts.
+    public mutating func connectionStarted() {
+        switch phase {
+        case .idle: phase = .connecting(attempt: 1)
+        case .backingOff(let attempt): phase = .connecting(attempt: attempt + 1)
+        case .connecting, .connected: break
+        }
+    }
+
+    /// The WebSocket is open. Returns the topics to subscribe to now.
+    public mutating func connectionEstablished() -> Set<Topic> {
+        phase = .connected
+        return wantedTopics
+    }
+
+    /// The connection failed or closed. Returns how long to wait before the next attempt.
+    /// - Parameter jitter: a random number in `0..<1` (injected so tests are deterministic).
+    public mutating func connectionLost(jitter: Double) -> Duration {
+        let attempt: Int
+        switch phase {
+        case .connecting(let a): attempt = a
+        case .connected, .idle, .backingOff: attempt = 1
+        }
+        phase = .backingOff(attempt: attempt)
+        return Self.backoff(attempt: attempt, jitter: jitter)
+    }
+
+    /// Exponential backoff: 100 ms × 2^(attempt−1), at most 30 s, spread by ±20 % so that many hosts
+    /// reconnecting after one cloud restart do not arrive together.
+    public static func backoff(attempt: Int, jitter: Double) -> Duration {
+        let exponent = min(max(attempt - 1, 0), 20)
+        let base = min(0.1 * Double(1 << exponent), 30)
+        let spread = 0.8 + 0.4 * min(max(jitter, 0), 1)
+        return .milliseconds(Int64((base * spread * 1000).rounded()))
+    }
+}

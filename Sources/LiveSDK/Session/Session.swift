@@ -1,0 +1,107 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Logging
+import LiveCloudAPI
+
+/// Credentials the engine logs in with. `description` never shows the password.
+public struct Credentials: Sendable, CustomStringConvertible {
+    public var username: String
+    public var password: String
+
+    public init(username: String, password: String) {
+        self.username = username
+        self.password = password
+    }
+
+    public var description: String { "Credentials(username: \(username), password: <redacted>)" }
+}
+
+/// The one authenticated cloud session: hands out a valid access token, logging in when needed (one login
+/// at a time however many requests wait), and publishes its state to observers.
+public actor Session {
+    private var machine = SessionStateMachine()
+    private let credentials: Credentials
+    private let cloud: CloudClient
+    private let logger: Logger
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+    private var stateObservers: [Int: @Sendable (SessionState) -> Void] = [:]
+    private var nextObserverID = 0
+
+    init(credentials: Credentials, cloud: CloudClient, logger: Logger) {
+        self.credentials = credentials
+        self.cloud = cloud
+        self.logger = logger
+    }
+
+    /// The current state.
+    public var state: SessionState { machine.state }
+
+    /// Calls `observer` with every state change (not the current state). Returns an id for ``removeObserver(_:)``.
+    public func addObserver(_ observer: @escaping @Sendable (SessionState) -> Void) -> Int {
+        nextObserverID += 1
+        stateObservers[nextObserverID] = observer
+        return nextObserverID
+    }
+
+    public func removeObserver(_ id: Int) { stateObservers[id] = nil }
+
+    /// A valid access token, logging in first if there is none.
+    /// - Throws: ``LiveError`` with code `cloudUnavailable` or `unauthenticated`.
+    func accessToken() async throws(LiveError) -> String {
+        while true {
+            let before = machine.state
+            let action = machine.tokenNeeded(now: .now)
+            publishIfChanged(from: before)
+            switch action {
+            case .useToken(let token):
+                return token
+            case .waitForLogin:
+                await withCheckedContinuation { waiters.append($0) }
+            case .fail(let reason):
+                throw LiveError(code: .unauthenticated, message: reason)
+            case .startLogin:
+                try await login()
+            }
+        }
+    }
+
+    /// The cloud answered 401 for `token`: forget it so the next request logs in again.
+    func tokenRejected(_ token: String) {
+        let before = machine.state
+        machine.tokenRejected(token)
+        publishIfChanged(from: before)
+    }
+
+    private func login() async throws(LiveError) {
+        defer {
+            let waiting = waiters
+            waiters.removeAll()
+            for waiter in waiting { waiter.resume() }
+        }
+        do {
+            let response = try await cloud.login(LoginRequest(username: credentials.username, password: credentials.password))
+            let before = machine.state
+            machine.loginSucceeded(token: response.accessToken, lifetime: .seconds(response.expiresIn), now: .now)
+            logger.info("cloud session established", metadata: ["user": "\(response.userId)"])
+            publishIfChanged(from: before)
+        } catch let error where error.code == .unauthenticated {
+            let before = machine.state
+            machine.credentialsRefused(reason: "the cloud refused the credentials of user \(credentials.username)")
+            logger.error("cloud refused the credentials", metadata: ["user": "\(credentials.username)"])
+            publishIfChanged(from: before)
+            throw error
+        } catch {
+            let before = machine.state
+            machine.loginFailedTransiently()
+            logger.warning("cloud login failed", metadata: ["error": "\(error.message)"])
+            publishIfChanged(from: before)
+            throw error
+        }
+    }
+
+    private func publishIfChanged(from before: SessionState) {
+        let now = machine.state
+        guard now != before else { return }
+        for observer in stateObservers.values { observer(now) }
+    }
+}

@@ -1,0 +1,71 @@
+// Licensed under the Apache License, Version 2.0.
+
+import ArgumentParser
+import Foundation
+import Hummingbird
+import LiveGateCloud
+import Logging
+
+@main
+struct LivegateCloud: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "livegate-cloud",
+        abstract: "The livegate reference cloud: REST + WebSocket realtime over SQLite."
+    )
+
+    @Option(help: "Address to listen on.")
+    var host = "127.0.0.1"
+
+    @Option(help: "TCP port to listen on (0 picks a free one; the bound port is printed).")
+    var port = 8080
+
+    @Option(help: "SQLite file holding entities and the event log (created if missing).")
+    var database: String
+
+    @Option(help: "File with one 'username:password' per line: the users who may log in.")
+    var usersFile: String
+
+    @Option(help: "Access token lifetime, in seconds.")
+    var tokenLifetime = 3600
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel = "info"
+
+    func run() async throws {
+        let users = try Self.readUsers(usersFile)
+        var logger = Logger(label: "livegate-cloud")
+        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        let configuration = CloudConfiguration(
+            host: host,
+            port: port,
+            databasePath: database,
+            users: users,
+            tokenLifetime: .seconds(tokenLifetime)
+        )
+        let app = try buildCloudApplication(configuration, logger: logger) { port in
+            // One line on stdout, for scripts and tests that wait for the server.
+            FileHandle.standardOutput.write(Data("livegate-cloud listening on \(configuration.host):\(port)\n".utf8))
+        }
+        try await app.runService()
+    }
+
+    static func readUsers(_ path: String) throws -> [CloudConfiguration.User] {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw ValidationError("cannot read the users file \(path): \(error.localizedDescription)")
+        }
+        var users: [CloudConfiguration.User] = []
+        for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
+            guard let colon = trimmed.firstIndex(of: ":"), colon != trimmed.startIndex else {
+                throw ValidationError("\(path):\(number + 1): expected 'username:password'")
+            }
+            users.append(.init(name: String(trimmed[..<colon]), password: String(trimmed[trimmed.index(after: colon)...])))
+        }
+        guard !users.isEmpty else { throw ValidationError("\(path) names no user") }
+        return users
+    }
+}
