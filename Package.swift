@@ -54,6 +54,8 @@ let package = Package(
                 "LiveCloudAPI", "LiveJSON",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "WSClient", package: "swift-websocket"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -150,10 +152,11 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "LiveGateClient", "LiveGateProtocol", "LiveCloudAPI", "CLiveGate",
+                "LiveGateClient", "LiveGateProtocol", "LiveCloudAPI", "LiveJSON", "CLiveGate", "CJSONC",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

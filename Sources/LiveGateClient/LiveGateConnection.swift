@@ -223,7 +223,8 @@ public final class LiveGateConnection: Sendable {
                 }
                 return
             }
-            guard let change = try? JSONDecoder().decode(ObjectChangedParams.self, from: Data(raw.readableBytesView)) else { return }
+            struct Notification: Decodable { var params: ObjectChangedParams }
+            guard let change = try? JSONDecoder().decode(Notification.self, from: Data(raw.readableBytesView)).params else { return }
             let sink = state.withLock { $0.observations[change.token] }
             sink?.yield(change)
             return

@@ -111,7 +111,7 @@ final class ConnectionOutbox: Sendable {
                 state.items.append(item)
                 state.queuedBytes += item.byteCount
             }
-            let stalled = state.batchTakenAt.map { ContinuousClock.now - $0 > maxStall } ?? false
+            let stalled = state.batchTakenAt.map { ContinuousClock.now - $0 >= maxStall } ?? false
             if state.queuedBytes > maxQueuedBytes || stalled {
                 Self.cutOff(&state, queuedBytes: state.queuedBytes, stalled: stalled, limit: maxQueuedBytes)
             }

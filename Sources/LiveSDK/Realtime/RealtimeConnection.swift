@@ -5,6 +5,7 @@ import HTTPTypes
 import LiveCloudAPI
 import Logging
 import NIOCore
+import NIOWebSocket
 import WSClient
 
 /// What the realtime connection tells the engine.
@@ -88,11 +89,39 @@ actor RealtimeConnection {
         var configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 24)
         configuration.additionalHeaders[.authorization] = "Bearer \(token)"
         try await WebSocketClient.connect(url: url, configuration: configuration, logger: logger) { inbound, outbound, _ in
-            await self.established(writer: outbound)
-            var iterator = inbound.messages(maxSize: 1 << 24).makeAsyncIterator()
-            while let message = try await iterator.next() {
-                guard case .text(let text) = message else { continue }
-                await self.received(text)
+            enum Part { case reader, closer, setup }
+            try await withThrowingTaskGroup(of: Part.self) { group in
+                // The reader runs first: subscription acks (awaited by the setup below) arrive through it.
+                group.addTask {
+                    do {
+                        var iterator = inbound.messages(maxSize: 1 << 24).makeAsyncIterator()
+                        while let message = try await iterator.next() {
+                            guard case .text(let text) = message else { continue }
+                            await self.received(text)
+                        }
+                    } catch {
+                        await self.disconnected()
+                        throw error
+                    }
+                    await self.disconnected()
+                    return .reader
+                }
+                group.addTask {
+                    // The WebSocket client does not end on cancellation by itself: wait for it, then close.
+                    let (never, keepOpen) = AsyncStream.makeStream(of: Void.self)
+                    for await _ in never {}
+                    keepOpen.finish()
+                    try? await outbound.close(.goingAway, reason: "client shutting down")
+                    return .closer
+                }
+                group.addTask {
+                    await self.established(writer: outbound)
+                    return .setup
+                }
+                while let part = try await group.next() {
+                    if part != .setup { break }
+                }
+                group.cancelAll()
             }
         }
     }

@@ -1,0 +1,73 @@
+// Licensed under the Apache License, Version 2.0.
+
+import LiveGateProtocol
+import NIOCore
+import NIOPosix
+
+/// A protocol-level connection to the daemon: raw lines out, raw lines in. For tests that check bytes.
+struct RawConnection: Sendable {
+    let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
+    let lines: Queue<String>
+
+    func send(_ line: String) async throws {
+        try await outbound.write(ByteBuffer(string: line + "\n"))
+    }
+
+    func sendBytes(_ bytes: ByteBuffer) async throws {
+        try await outbound.write(bytes)
+    }
+
+    /// The next line from the daemon, within `timeout`.
+    func next(timeout: Duration = .seconds(20)) async throws -> String {
+        let lines = lines
+        guard let line = try await withTimeout(timeout, "no line from livegated", { try await lines.next() }) else {
+            throw ClusterError("livegated closed the connection")
+        }
+        return line
+    }
+
+    static func with<R: Sendable>(_ path: String, _ body: (RawConnection) async throws -> R) async throws -> R {
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .connect(unixDomainSocketPath: path) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(JSONLineFrameDecoder(maxFrameBytes: 64 << 20)))
+                    return try NIOAsyncChannel(
+                        wrappingChannelSynchronously: channel,
+                        configuration: .init(inboundType: InboundFrame.self, outboundType: ByteBuffer.self)
+                    )
+                }
+            }
+        return try await channel.executeThenClose { inbound, outbound in
+            let (stream, sink) = AsyncThrowingStream.makeStream(of: String.self)
+            return try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    do {
+                        for try await frame in inbound {
+                            if case .message(let line) = frame { sink.yield(String(buffer: line)) }
+                        }
+                        sink.finish()
+                    } catch {
+                        sink.finish(throwing: error)
+                    }
+                }
+                defer { channel.channel.close(promise: nil) }
+                return try await body(RawConnection(outbound: outbound, lines: Queue(stream)))
+            }
+        }
+    }
+}
+
+/// Pulls from an async stream one element at a time, from any task (so a timeout can wrap each pull).
+actor Queue<Element: Sendable> {
+    private var iterator: AsyncThrowingStream<Element, any Error>.Iterator
+
+    init(_ stream: AsyncThrowingStream<Element, any Error>) {
+        iterator = stream.makeAsyncIterator()
+    }
+
+    func next() async throws -> Element? {
+        var it = iterator
+        defer { iterator = it }
+        return try await it.next(isolation: self)
+    }
+}

@@ -1,0 +1,259 @@
+// Licensed under the Apache License, Version 2.0.
+
+import AsyncHTTPClient
+import Foundation
+import LiveCloudAPI
+import LiveJSON
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The real `livegate-cloud` and `livegated` binaries, started on a free port, a temporary socket and a
+/// temporary state directory. `stop()` terminates both (SIGTERM) and removes the directory.
+final class TestCluster: Sendable {
+    let directory: String
+    let cloudURL: String
+    let socketPath: String
+    let notifySocketPath: String
+    private let cloud: Process
+    private let daemon: Mutex<Process?>
+    private let notifyFD: Int32
+    static let username = "alice"
+    static let password = "correct horse battery staple"
+
+    /// Where the built executables are: `$LIVEGATE_BIN_DIR`, else next to the test bundle.
+    static var binDirectory: String {
+        if let dir = ProcessInfo.processInfo.environment["LIVEGATE_BIN_DIR"] { return dir }
+        var candidate = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        while candidate.path != "/" {
+            if FileManager.default.isExecutableFile(atPath: candidate.appendingPathComponent("livegated").path) { return candidate.path }
+            candidate = candidate.deletingLastPathComponent()
+        }
+        let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return packageRoot.appendingPathComponent(".build/debug").path
+    }
+
+    private init(directory: String, cloud: Process, cloudPort: Int, notifyFD: Int32) {
+        self.directory = directory
+        self.cloud = cloud
+        self.cloudURL = "http://127.0.0.1:\(cloudPort)"
+        self.socketPath = directory + "/livegate.sock"
+        self.notifySocketPath = directory + "/notify.sock"
+        self.daemon = Mutex(nil)
+        self.notifyFD = notifyFD
+    }
+
+    /// Starts the cloud and (unless `startDaemon` is false) the daemon, each waited for by its own readiness signal.
+    static func start(startDaemon: Bool = true) async throws -> TestCluster {
+        var template = Array("/tmp/lgtest-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw ClusterError("mkdtemp failed") }
+        let directory = String(cString: made)
+        try "\(username):\(password)\n".write(toFile: directory + "/users", atomically: true, encoding: .utf8)
+        try "\(password)\n".write(toFile: directory + "/password", atomically: true, encoding: .utf8)
+
+        let cloud = Process()
+        cloud.executableURL = URL(fileURLWithPath: binDirectory + "/livegate-cloud")
+        cloud.arguments = ["--port", "0", "--database", directory + "/cloud.sqlite", "--users-file", directory + "/users"]
+        let stdout = Pipe()
+        cloud.standardOutput = stdout
+        cloud.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        let lines = LineReader(stdout.fileHandleForReading)
+        try cloud.run()
+        let port = try await withTimeout(.seconds(30), "livegate-cloud did not report its port") { () -> Int in
+            for await line in lines.lines {
+                if let range = line.range(of: "listening on 127.0.0.1:"), let port = Int(line[range.upperBound...]) { return port }
+            }
+            throw ClusterError("livegate-cloud exited before listening")
+        }
+        let notifyFD = try bindDatagramSocket(directory + "/notify.sock")
+        let cluster = TestCluster(directory: directory, cloud: cloud, cloudPort: port, notifyFD: notifyFD)
+        if startDaemon { try await cluster.startDaemon() }
+        return cluster
+    }
+
+    /// Starts `livegated` and waits for its `READY=1`. Returns every notify datagram up to and including it.
+    @discardableResult
+    func startDaemon(extraArguments: [String] = []) async throws -> [String] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binDirectory + "/livegated")
+        process.arguments =
+            [
+                "--socket", socketPath, "--state-dir", directory + "/state", "--cloud-url", cloudURL,
+                "--username", Self.username, "--password-file", directory + "/password", "--log-level", "debug",
+            ] + extraArguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["NOTIFY_SOCKET"] = notifySocketPath
+        process.environment = environment
+        FileManager.default.createFile(atPath: directory + "/daemon.log", contents: nil)
+        let log = FileHandle(forWritingAtPath: directory + "/daemon.log")!
+        log.seekToEndOfFile()
+        process.standardError = log
+        process.standardOutput = log
+        try process.run()
+        daemon.withLock { $0 = process }
+        var received: [String] = []
+        while true {
+            let datagram = try await receiveDatagram(timeout: .seconds(30))
+            received.append(datagram)
+            if datagram.split(separator: "\n").contains("READY=1") { return received }
+        }
+    }
+
+    /// The next `sd_notify` datagram from the daemon.
+    func receiveDatagram(timeout: Duration) async throws -> String {
+        let fd = notifyFD
+        let seconds = Int(timeout.components.seconds)
+        return try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                var tv = timeval(tv_sec: seconds, tv_usec: 0)
+                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                let n = recv(fd, &buffer, buffer.count, 0)
+                if n < 0 {
+                    continuation.resume(throwing: ClusterError("no notify datagram within \(seconds) s (errno \(errno))"))
+                } else {
+                    continuation.resume(returning: String(decoding: buffer[0..<n], as: UTF8.self))
+                }
+            }
+        }
+    }
+
+    /// Stops the daemon with SIGTERM and waits for it to exit; returns its exit status.
+    @discardableResult
+    func stopDaemon() -> Int32 {
+        guard let process = daemon.withLock({ state -> Process? in defer { state = nil }; return state }) else { return 0 }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    func stop() {
+        stopDaemon()
+        if cloud.isRunning { cloud.terminate() }
+        cloud.waitUntilExit()
+        close(notifyFD)
+        if ProcessInfo.processInfo.environment["LIVEGATE_KEEP_TEST_DIRS"] == nil {
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
+    var daemonLog: String { (try? String(contentsOfFile: directory + "/daemon.log", encoding: .utf8)) ?? "" }
+
+    // MARK: The cloud's REST API, as a remote user would use it
+
+    private func login() async throws -> String {
+        let body = try JSONEncoder().encode(LoginRequest(username: Self.username, password: Self.password))
+        let response: LoginResponse = try await http(.POST, CloudPath.login, body: body)
+        return response.accessToken
+    }
+
+    /// Writes an object through the cloud's REST API (not through the daemon).
+    @discardableResult
+    func put(_ collection: String, _ id: String, _ data: JSONValue) async throws -> Entity {
+        let token = try await login()
+        let body = try JSONEncoder().encode(PutObjectRequest(data: data))
+        return try await http(.PUT, CloudPath.object(EntityKey(collection: collection, id: id)), body: body, token: token)
+    }
+
+    func stats() async throws -> CloudStats {
+        try await http(.GET, CloudPath.stats)
+    }
+
+    private func http<T: Decodable>(_ method: HTTPMethod, _ path: String, body: Data? = nil, token: String? = nil) async throws -> T {
+        var request = HTTPClientRequest(url: cloudURL + path)
+        request.method = method
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        let bytes = try await response.body.collect(upTo: 1 << 24)
+        guard (200..<300).contains(Int(response.status.code)) else {
+            throw ClusterError("\(method) \(path): HTTP \(response.status.code) \(String(buffer: bytes))")
+        }
+        return try JSONDecoder().decode(T.self, from: Data(bytes.readableBytesView))
+    }
+
+    private static func bindDatagramSocket(_ path: String) throws -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        guard fd >= 0 else { throw ClusterError("socket() failed") }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            let bytes = Array(path.utf8)
+            raw.copyBytes(from: bytes.prefix(raw.count - 1))
+            raw[min(bytes.count, raw.count - 1)] = 0
+        }
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard result == 0 else { throw ClusterError("bind(\(path)) failed: errno \(errno)") }
+        return fd
+    }
+}
+
+struct ClusterError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Lines of a pipe, as an async sequence (fed by the file handle's readability handler).
+final class LineReader: Sendable {
+    let lines: AsyncStream<String>
+
+    init(_ handle: FileHandle) {
+        let (lines, sink) = AsyncStream.makeStream(of: String.self)
+        self.lines = lines
+        let pending = Mutex(Data())
+        handle.readabilityHandler = { handle in
+            let chunk = handle.availableData
+            if chunk.isEmpty {
+                handle.readabilityHandler = nil
+                sink.finish()
+                return
+            }
+            let complete = pending.withLock { buffer -> [String] in
+                buffer.append(chunk)
+                var out: [String] = []
+                while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                    out.append(String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self))
+                    buffer.removeSubrange(buffer.startIndex...newline)
+                }
+                return out
+            }
+            for line in complete { sink.yield(line) }
+        }
+    }
+}
+
+/// Runs `body`, failing with `message` if it takes longer than `timeout`. The timeout is a bound on
+/// waiting for an event, never a way to let time pass.
+func withTimeout<T: Sendable>(
+    _ timeout: Duration,
+    _ message: String,
+    _ body: @escaping @Sendable () async throws -> T
+) async throws -> T {
+    try await withThrowingTaskGroup(of: T.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: timeout)
+            throw ClusterError("timed out after \(timeout): \(message)")
+        }
+        defer { group.cancelAll() }
+        return try await group.next()!
+    }
+}
+
+/// Waits until `condition` holds, checking it again every 20 ms, for at most `timeout`. For conditions
+/// that are only observable by asking (the cloud's stats), not for letting time pass.
+func eventually(
+    _ message: String,
+    timeout: Duration = .seconds(20),
+    _ condition: @escaping @Sendable () async throws -> Bool
+) async throws {
+    try await withTimeout(timeout, message) {
+        while try await !condition() { try await Task.sleep(for: .milliseconds(20)) }
+    }
+}

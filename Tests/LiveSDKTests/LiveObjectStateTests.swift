@@ -1,0 +1,150 @@
+// Licensed under the Apache License, Version 2.0.
+
+import LiveCloudAPI
+import LiveJSON
+import LiveSDK
+import Testing
+
+private func entity(_ version: Int64, _ text: String = "v", deleted: Bool = false) -> Entity {
+    Entity(collection: "notes", id: "n1", version: version, data: ["text": .string(text)], createdAt: "c", updatedAt: "u\(version)", deleted: deleted)
+}
+
+@Suite struct LiveObjectStateTests {
+    @Test func cachedThenFreshEmitsLocalLoadingThenFreshLoaded() throws {
+        var state = LiveObjectState()
+        let firstEmitted = state.started(cached: entity(1), fetching: true)
+        let first = try #require(firstEmitted)
+        #expect(first.dataStatus == .local)
+        #expect(first.loadingStatus == .loading)
+        #expect(first.snapshot?.version == 1)
+        let emitted1 = state.fetchStarted()
+        #expect(emitted1 == nil, "already loading: nothing new to say")
+        let secondEmitted = state.fetchSucceeded(entity(2, "new"))
+        let second = try #require(secondEmitted)
+        #expect(second.dataStatus == .fresh)
+        #expect(second.loadingStatus == .loaded)
+        #expect(second.snapshot?.version == 2)
+    }
+
+    @Test func nothingCachedStartsNotExistLoading() throws {
+        var state = LiveObjectState()
+        let firstEmitted = state.started(cached: nil, fetching: true)
+        let first = try #require(firstEmitted)
+        #expect(first.dataStatus == .notExist)
+        #expect(first.snapshot == nil)
+        let secondEmitted = state.fetchSucceeded(entity(1))
+        let second = try #require(secondEmitted)
+        #expect(second.dataStatus == .fresh)
+    }
+
+    @Test func freshEqualToLocalChangesOnlyTheStatuses() throws {
+        var state = LiveObjectState()
+        _ = state.started(cached: entity(1), fetching: true)
+        let changeEmitted = state.fetchSucceeded(entity(1))
+        let change = try #require(changeEmitted)
+        #expect(change.snapshot == entity(1), "the same frozen snapshot, not a new version")
+        #expect(change.dataStatus == .fresh)
+        let emitted2 = state.fetchSucceeded(entity(1))
+        #expect(emitted2 == nil, "an identical answer emits nothing")
+    }
+
+    @Test func olderVersionsAreNeverEmitted() throws {
+        var state = LiveObjectState()
+        _ = state.started(cached: nil, fetching: true)
+        let emitted3 = state.remoteChanged(entity(5))
+        #expect(emitted3 != nil)
+        // A fetch answered before the event was sent arrives late with version 4.
+        let changeEmitted = state.fetchSucceeded(entity(4))
+        let change = try #require(changeEmitted)
+        #expect(change.snapshot?.version == 5)
+        #expect(change.loadingStatus == .loaded)
+        let emitted4 = state.remoteChanged(entity(5))
+        #expect(emitted4 == nil, "a duplicate event is ignored")
+        let emitted5 = state.remoteChanged(entity(3))
+        #expect(emitted5 == nil, "an older event is ignored")
+    }
+
+    @Test func notFoundAfterAnEventDuringTheFetchKeepsTheEventsData() throws {
+        var state = LiveObjectState()
+        _ = state.started(cached: nil, fetching: true)
+        _ = state.fetchStarted()
+        _ = state.remoteChanged(entity(1))
+        let changeEmitted = state.fetchSucceeded(nil)
+        let change = try #require(changeEmitted)
+        #expect(change.snapshot?.version == 1)
+        #expect(change.dataStatus == .fresh)
+    }
+
+    @Test func notFoundRemovesACachedObject() throws {
+        var state = LiveObjectState()
+        _ = state.started(cached: entity(3), fetching: true)
+        let changeEmitted = state.fetchSucceeded(nil)
+        let change = try #require(changeEmitted)
+        #expect(change.snapshot == nil)
+        #expect(change.dataStatus == .notExist)
+    }
+
+    @Test func fetchFailureKeepsLocalData() throws {
+        var state = LiveObjectState()
+        _ = state.started(cached: entity(2), fetching: true)
+        let changeEmitted = state.fetchFailed(LiveError(code: .cloudUnavailable, message: "down"))
+        let change = try #require(changeEmitted)
+        #expect(change.snapshot?.version == 2)
+        #expect(change.dataStatus == .local)
+        #expect(change.loadingStatus == .error)
+        #expect(change.error?.code == .cloudUnavailable)
+    }
+
+    @Test func fetchFailureWithNothingCachedIsAnError() throws {
+        var state = LiveObjectState()
+        _ = state.started(cached: nil, fetching: true)
+        let changeEmitted = state.fetchFailed(LiveError(code: .cloudUnavailable, message: "down"))
+        let change = try #require(changeEmitted)
+        #expect(change.dataStatus == .error)
+    }
+
+    @Test func deletionEventIsItsOwnState() throws {
+        var state = LiveObjectState()
+        _ = state.started(cached: nil, fetching: true)
+        _ = state.fetchSucceeded(entity(1))
+        let changeEmitted = state.remoteChanged(entity(2, deleted: true))
+        let change = try #require(changeEmitted)
+        #expect(change.snapshot == nil)
+        #expect(change.dataStatus == .notExist)
+        let emitted6 = state.fetchSucceeded(entity(1))
+        #expect(emitted6 == nil, "a stale answer cannot resurrect it")
+        #expect(state.current.snapshot == nil)
+    }
+}
+
+@Suite struct ObserverFilterTests {
+    let localLoading = LiveObjectChange(snapshot: entity(1), dataStatus: .local, loadingStatus: .loading)
+    let notExistLoading = LiveObjectChange(snapshot: nil, dataStatus: .notExist, loadingStatus: .loading)
+    let fresh = LiveObjectChange(snapshot: entity(2), dataStatus: .fresh, loadingStatus: .loaded)
+
+    /// Which of `changes`, in order, a filter with `options` admits.
+    func admitted(_ options: ObserveOptions, _ changes: [LiveObjectChange]) -> [Bool] {
+        var filter = ObserverFilter(options: options)
+        return changes.map { filter.admit($0) }
+    }
+
+    @Test func defaultAdmitsEverything() {
+        #expect(admitted(ObserveOptions(), [localLoading, fresh, fresh]) == [true, true, true])
+    }
+
+    @Test func freshOnlySkipsLocalAndWaiting() {
+        #expect(admitted(ObserveOptions(policy: .freshOnly), [localLoading, notExistLoading, fresh]) == [false, false, true])
+    }
+
+    @Test func onceFiresWithLocalWhenCached() {
+        #expect(admitted(ObserveOptions(once: true), [localLoading, fresh]) == [true, false])
+    }
+
+    @Test func onceWaitsForTheFetchWhenNothingIsCached() {
+        #expect(admitted(ObserveOptions(once: true), [notExistLoading, fresh, fresh]) == [false, true, false])
+    }
+
+    @Test func freshOnlyOnceFiresWithTheFreshVersion() {
+        #expect(admitted(ObserveOptions(policy: .freshOnly, once: true), [localLoading, fresh, fresh]) == [false, true, false])
+    }
+}

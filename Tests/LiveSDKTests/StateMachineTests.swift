@@ -1,0 +1,102 @@
+// Licensed under the Apache License, Version 2.0.
+
+import LiveCloudAPI
+import LiveSDK
+import Testing
+
+@Suite struct SessionStateMachineTests {
+    let start = ContinuousClock.now
+
+    @Test func firstRequestStartsOneLogin() {
+        var machine = SessionStateMachine()
+        #expect(machine.tokenNeeded(now: start) == .startLogin)
+        #expect(machine.state == .establishing)
+        #expect(machine.tokenNeeded(now: start) == .waitForLogin)
+        machine.loginSucceeded(token: "t1", lifetime: .seconds(100), now: start)
+        #expect(machine.state == .established)
+        #expect(machine.tokenNeeded(now: start + .seconds(10)) == .useToken("t1"))
+    }
+
+    @Test func tokenIsRenewedBeforeItExpires() {
+        var machine = SessionStateMachine()
+        _ = machine.tokenNeeded(now: start)
+        machine.loginSucceeded(token: "t1", lifetime: .seconds(100), now: start)
+        // 10 % margin: at 95 s the token is treated as expired already.
+        #expect(machine.tokenNeeded(now: start + .seconds(95)) == .startLogin)
+        #expect(machine.state == .establishing)
+    }
+
+    @Test func rejectedTokenLeadsToANewLogin() {
+        var machine = SessionStateMachine()
+        _ = machine.tokenNeeded(now: start)
+        machine.loginSucceeded(token: "t1", lifetime: .seconds(100), now: start)
+        machine.tokenRejected("other")
+        #expect(machine.state == .established, "a stale rejection is ignored")
+        machine.tokenRejected("t1")
+        #expect(machine.state == .tokenExpired)
+        #expect(machine.tokenNeeded(now: start) == .startLogin)
+    }
+
+    @Test func refusedCredentialsTerminate() {
+        var machine = SessionStateMachine()
+        _ = machine.tokenNeeded(now: start)
+        machine.credentialsRefused(reason: "bad password")
+        #expect(machine.state == .terminated)
+        #expect(machine.tokenNeeded(now: start) == .fail(reason: "bad password"))
+        machine.reset()
+        #expect(machine.tokenNeeded(now: start) == .startLogin)
+    }
+
+    @Test func transientFailureRetriesOnNextRequest() {
+        var machine = SessionStateMachine()
+        _ = machine.tokenNeeded(now: start)
+        machine.loginFailedTransiently()
+        #expect(machine.state == .notLoggedIn)
+        #expect(machine.tokenNeeded(now: start) == .startLogin)
+    }
+}
+
+@Suite struct RealtimeConnectionStateMachineTests {
+    let a = Topic.object(EntityKey(collection: "notes", id: "a"))
+    let b = Topic.object(EntityKey(collection: "notes", id: "b"))
+
+    @Test func topicsAreReferenceCounted() {
+        var machine = RealtimeConnectionStateMachine()
+        machine.connectionStarted()
+        _ = machine.connectionEstablished()
+        #expect(machine.acquire(a) == true, "first reference subscribes")
+        #expect(machine.acquire(a) == false)
+        #expect(machine.release(a) == false)
+        #expect(machine.release(a) == true, "last reference unsubscribes")
+        #expect(machine.release(a) == false, "releasing an unheld topic does nothing")
+    }
+
+    @Test func topicsWantedWhileDisconnectedAreSubscribedOnConnect() {
+        var machine = RealtimeConnectionStateMachine()
+        #expect(machine.acquire(a) == false)
+        #expect(machine.acquire(b) == false)
+        machine.connectionStarted()
+        #expect(machine.status == .connecting)
+        #expect(machine.connectionEstablished() == [a, b])
+        #expect(machine.status == .connected)
+    }
+
+    @Test func reconnectBacksOffExponentiallyWithJitter() {
+        var machine = RealtimeConnectionStateMachine()
+        machine.connectionStarted()
+        var delays: [Duration] = []
+        for _ in 0..<12 {
+            delays.append(machine.connectionLost(jitter: 0.5))
+            #expect(machine.status == .reconnecting)
+            machine.connectionStarted()
+        }
+        #expect(delays[0] == .milliseconds(100))
+        #expect(delays[1] == .milliseconds(200))
+        #expect(delays[2] == .milliseconds(400))
+        #expect(delays.last == .seconds(30), "capped")
+        #expect(RealtimeConnectionStateMachine.backoff(attempt: 1, jitter: 0) == .milliseconds(80))
+        #expect(RealtimeConnectionStateMachine.backoff(attempt: 1, jitter: 1) == .milliseconds(120))
+        _ = machine.connectionEstablished()
+        #expect(machine.connectionLost(jitter: 0.5) == .milliseconds(100), "a good connection resets the backoff")
+    }
+}
