@@ -61,11 +61,21 @@ public struct HelloResult: Codable, Sendable {
 // MARK: object.observe
 
 /// How an observation uses the cache.
-public enum ObservePolicy: String, Codable, Sendable {
+public enum ObservePolicy: String, Codable, Sendable, CaseIterable {
     /// The cached version at once (`dataStatus: local`) when there is one, then the fresh one. The default.
     case localThenFresh
     /// Nothing until the cloud has answered: the first notification is `fresh`, `notExist` or an error.
     case freshOnly
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let raw = try container.decode(String.self)
+        guard let policy = ObservePolicy(rawValue: raw) else {
+            let allowed = Self.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: " or ")
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "must be \(allowed)")
+        }
+        self = policy
+    }
 }
 
 public struct ObjectObserveParams: Codable, Sendable {

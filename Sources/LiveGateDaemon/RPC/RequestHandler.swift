@@ -14,6 +14,11 @@ struct RequestHandler {
     let connection: ClientConnection
     private var context: DaemonContext { connection.context }
 
+    static let notARequest = RPCError(
+        code: .invalidRequest,
+        message: "not a JSON-RPC 2.0 request: send an object with \"jsonrpc\":\"2.0\", a \"method\", its \"params\" and an \"id\""
+    )
+
     static let methods = [Method.hello, Method.objectObserve, Method.tokenInvalidate, Method.objectCreate, Method.objectUpdate]
 
     func handle(_ frame: ByteBuffer) async {
@@ -27,10 +32,7 @@ struct RequestHandler {
                     id: nil
                 )
             } else {
-                connection.respond(
-                    error: RPCError(code: .invalidRequest, message: "not a JSON-RPC 2.0 request: \(Self.describe(error))"),
-                    id: nil
-                )
+                connection.respond(error: Self.notARequest, id: nil)
             }
             return
         } catch {
@@ -38,13 +40,7 @@ struct RequestHandler {
             return
         }
         guard envelope.jsonrpc == "2.0", let method = envelope.method else {
-            connection.respond(
-                error: RPCError(
-                    code: .invalidRequest,
-                    message: "not a JSON-RPC 2.0 request: it needs \"jsonrpc\":\"2.0\", a \"method\" and an \"id\""
-                ),
-                id: envelope.id
-            )
+            connection.respond(error: Self.notARequest, id: envelope.id)
             return
         }
         // Requests without an id are notifications: JSON-RPC gives them no answer, and the daemon takes none.
@@ -182,6 +178,7 @@ struct RequestHandler {
         case .valueNotFound(let type, let context):
             return "\(path(context.codingPath)) must be \(describe(type)), not null"
         case .dataCorrupted(let context):
+            if context.debugDescription.hasPrefix("must ") { return "\(path(context.codingPath)) \(context.debugDescription)" }
             return "\(path(context.codingPath)) has an invalid value"
         @unknown default:
             return "malformed"

@@ -81,7 +81,7 @@ struct CloudClient: Sendable {
         case (.conflict, _), (.preconditionFailed, _):
             return LiveError(
                 code: .versionConflict,
-                message: "\(what): \(detail)",
+                message: detail,
                 currentVersion: parsed?.error.currentVersion
             )
         case (.badRequest, _), (.payloadTooLarge, _):

@@ -1,0 +1,69 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Foundation
+import LiveJSON
+import Testing
+
+/// Replays `Protocol/ipc/transcripts/*.transcript` against the real daemon, byte for byte.
+@Suite(.serialized) struct TranscriptTests {
+    static let directory = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Protocol/ipc/transcripts")
+
+    static var transcripts: [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])
+            .filter { $0.hasSuffix(".transcript") }
+            .sorted()
+    }
+
+    @Test func thereAreTranscripts() {
+        #expect(Self.transcripts.count >= 2)
+    }
+
+    @Test(arguments: TranscriptTests.transcripts)
+    func replay(_ name: String) async throws {
+        let text = try String(contentsOf: Self.directory.appendingPathComponent(name), encoding: .utf8)
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        var volatile: [String] = []
+        try await RawConnection.with(cluster.socketPath) { raw in
+            for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                let where_ = "\(name):\(number + 1)"
+                if line.isEmpty || line.hasPrefix("#") { continue }
+                if line.hasPrefix("volatile ") {
+                    volatile += line.dropFirst("volatile ".count).split(separator: " ").map(String.init)
+                } else if line.hasPrefix("cloud put ") {
+                    let parts = line.dropFirst("cloud put ".count).split(separator: " ", maxSplits: 2).map(String.init)
+                    try #require(parts.count == 3, "\(where_): cloud put COLLECTION ID JSON")
+                    let data = try JSONDecoder().decode(JSONValue.self, from: Data(parts[2].utf8))
+                    try await cluster.put(parts[0], parts[1], data)
+                } else if line.hasPrefix("> ") {
+                    try await raw.send(String(line.dropFirst(2)))
+                } else if line.hasPrefix("< ") {
+                    let expected = Self.normalize(String(line.dropFirst(2)), volatile: volatile)
+                    let actual = Self.normalize(try await raw.next(), volatile: volatile)
+                    #expect(actual == expected, "\(where_)")
+                    if actual != expected { return }
+                } else {
+                    Issue.record("\(where_): unknown directive \(line)")
+                    return
+                }
+            }
+        }
+    }
+
+    /// Replaces the scalar value of every member named in `volatile` by `"<volatile>"`.
+    static func normalize(_ line: String, volatile: [String]) -> String {
+        var result = line
+        for name in volatile {
+            let pattern = "\"\(NSRegularExpression.escapedPattern(for: name))\":(\"(?:[^\"\\\\]|\\\\.)*\"|-?[0-9][0-9.eE+-]*|true|false|null)"
+            let regex = try! NSRegularExpression(pattern: pattern)
+            result = regex.stringByReplacingMatches(
+                in: result,
+                range: NSRange(result.startIndex..., in: result),
+                withTemplate: "\"\(name)\":\"<volatile>\""
+            )
+        }
+        return result
+    }
+}
