@@ -325,6 +325,8 @@ int lg_dispatch(lg_client *c) {
     }
 }
 
+int lg_has_pending(const lg_client *c) { return c->nqueued > 0 || (c->len > 0 && memchr(c->buf, '\n', c->len) != NULL); }
+
 const char *lg_last_error(const lg_client *c) { return c->error; }
 
 int lg_last_error_code(const lg_client *c) { return c->error_code; }

@@ -7,14 +7,18 @@
  *     lg_client *c = lg_connect(NULL, "my-app", &err);        // NULL: $LIVEGATE_SOCKET or the system socket
  *     int64_t tok = lg_observe_object(c, "notes", "n1", 0, on_change, NULL);
  *     struct pollfd p = { .fd = lg_fd(c), .events = POLLIN };
- *     while (poll(&p, 1, -1) > 0 && lg_dispatch(c) >= 0) { }  // on_change runs inside lg_dispatch
+ *     for (;;) {                                              // on_change runs inside lg_dispatch
+ *         if (!lg_has_pending(c) && poll(&p, 1, -1) <= 0) break;
+ *         if (lg_dispatch(c) < 0) break;                      // the daemon closed the connection
+ *     }
  *     lg_disconnect(c);
  *
  * Threads: a client is not thread-safe; use each lg_client from one thread at a time. The library starts no
- * thread and never calls back outside lg_dispatch (or a request function, see below).
+ * thread and calls callbacks only from lg_dispatch.
  *
  * Requests (lg_observe_object, lg_invalidate, lg_update_object) block until the daemon answers. Notifications
- * that arrive meanwhile are kept and delivered by the next lg_dispatch, in order.
+ * that arrive meanwhile are kept and delivered by the next lg_dispatch, in order; since they are already
+ * read, the descriptor may not be readable: check lg_has_pending before polling, as above.
  *
  * Ownership: the json_object passed to a callback belongs to the library and is valid only during the call
  * (take json_object_get() to keep it). Strings returned by lg_last_error() stay valid until the next call on
@@ -55,6 +59,9 @@ int64_t lg_update_object(lg_client *client, const char *collection, const char *
 /* Reads what is available without blocking and delivers notifications. Returns how many callbacks ran,
  * or -1 when the connection closed or failed (see lg_last_error()). */
 int lg_dispatch(lg_client *client);
+
+/* Non-zero when notifications are already read and wait for lg_dispatch (poll would not report them). */
+int lg_has_pending(const lg_client *client);
 
 /* The last error's message, or "" when there was none. */
 const char *lg_last_error(const lg_client *client);

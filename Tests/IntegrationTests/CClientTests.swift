@@ -1,0 +1,79 @@
+// Licensed under the Apache License, Version 2.0.
+
+import CJSONC
+import CLiveGate
+import Foundation
+import LiveJSON
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What the C callback saw, one JSON text per `object.changed`.
+private final class Seen {
+    var changes: [String] = []
+}
+
+private let recordChange: lg_object_callback = { _, _, params, userdata in
+    let seen = Unmanaged<Seen>.fromOpaque(userdata!).takeUnretainedValue()
+    seen.changes.append(String(cString: json_object_to_json_string_ext(params, JSON_C_TO_STRING_PLAIN)))
+}
+
+/// Polls the client's descriptor and dispatches until `condition` holds, for at most `seconds`.
+private func dispatch(_ client: OpaquePointer, _ seen: Seen, seconds: Double = 20, until condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while !condition() {
+        let remaining = deadline.timeIntervalSinceNow
+        if remaining <= 0 { return false }
+        var descriptor = pollfd(fd: lg_fd(client), events: Int16(POLLIN), revents: 0)
+        if lg_has_pending(client) != 0 || poll(&descriptor, 1, Int32(remaining * 1000)) > 0, lg_dispatch(client) < 0 {
+            return condition()
+        }
+    }
+    return true
+}
+
+@Suite(.serialized) struct CClientTests {
+    @Test func observeWriteAndInvalidateThroughTheCLibrary() async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        try await cluster.put("notes", "c1", ["text": "v1"])
+
+        var error: UnsafeMutablePointer<CChar>?
+        let client = try #require(lg_connect(cluster.socketPath, "c-test", &error), "lg_connect: \(error.map { String(cString: $0) } ?? "?")")
+        defer { lg_disconnect(client) }
+        let seen = Seen()
+        let token = withExtendedLifetime(seen) {
+            lg_observe_object(client, "notes", "c1", 0, recordChange, Unmanaged.passUnretained(seen).toOpaque())
+        }
+        #expect(token == 1)
+        #expect(dispatch(client, seen) { seen.changes.contains { $0.contains(#""dataStatus":"fresh""#) && $0.contains(#""version":1"#) } })
+
+        try await cluster.put("notes", "c1", ["text": "v2"])
+        #expect(dispatch(client, seen) { seen.changes.contains { $0.contains(#""version":2"#) } })
+
+        let version = lg_update_object(client, "notes", "c1", #"{"text":"from C"}"#)
+        #expect(version == 3)
+        #expect(dispatch(client, seen) { seen.changes.contains { $0.contains(#""from C""#) } })
+        #expect(seen.changes.allSatisfy { $0.hasPrefix(#"{ "token": 1"#) || $0.hasPrefix(#"{"token":1"#) })
+
+        #expect(lg_update_object(client, "notes", "c1", "[1]") == -1)
+        #expect(lg_last_error_code(client) == -32602)
+
+        #expect(lg_invalidate(client, token) == 0)
+        #expect(lg_invalidate(client, token) == -1)
+        #expect(lg_last_error_code(client) == -32001)
+        #expect(String(cString: lg_last_error(client)).contains("no token 1"))
+        withExtendedLifetime(seen) {}
+    }
+
+    @Test func connectingToNothingIsAClearError() {
+        var error: UnsafeMutablePointer<CChar>?
+        let client = lg_connect("/nonexistent/livegate.sock", "c-test", &error)
+        #expect(client == nil)
+        let message = error.map { String(cString: $0) } ?? ""
+        free(error)
+        #expect(message.contains("cannot connect to livegated at /nonexistent/livegate.sock"))
+    }
+}
