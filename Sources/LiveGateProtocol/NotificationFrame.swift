@@ -1,6 +1,7 @@
 // Licensed under the Apache License, Version 2.0.
 
 import NIOCore
+
 import struct Foundation.Data
 import class Foundation.JSONEncoder
 

@@ -86,12 +86,14 @@ struct Watch: AsyncParsableCommand {
     }
 
     static func jsonLine(_ change: ObjectChangedParams) -> String {
-        jsonText(ObjectChangedBody(
-            snapshot: change.snapshot,
-            dataStatus: change.dataStatus,
-            loadingStatus: change.loadingStatus,
-            error: change.error
-        ))
+        jsonText(
+            ObjectChangedBody(
+                snapshot: change.snapshot,
+                dataStatus: change.dataStatus,
+                loadingStatus: change.loadingStatus,
+                error: change.error
+            )
+        )
     }
 
     static func describe(_ change: ObjectChangedParams) -> String {

@@ -15,7 +15,10 @@ struct Livegated: AsyncParsableCommand {
         abstract: "The livegate daemon: one cloud session, cache and realtime connection for every local process."
     )
 
-    @Option(help: "Unix socket to listen on when systemd passes none. Default: /run/livegate/livegate.sock as root, else $XDG_RUNTIME_DIR/livegate/livegate.sock.")
+    @Option(
+        help:
+            "Unix socket to listen on when systemd passes none. Default: /run/livegate/livegate.sock as root, else $XDG_RUNTIME_DIR/livegate/livegate.sock."
+    )
     var socket: String?
 
     @Option(help: "Directory for the cache. Default: $STATE_DIRECTORY, else /var/lib/livegate.")

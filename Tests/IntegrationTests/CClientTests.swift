@@ -7,7 +7,7 @@ import LiveJSON
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What the C callback saw, one JSON text per `object.changed`.

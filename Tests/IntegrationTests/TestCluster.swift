@@ -9,7 +9,7 @@ import NIOHTTP1
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The real `livegate-cloud` and `livegated` binaries, started on a free port, a temporary socket and a
@@ -125,7 +125,11 @@ final class TestCluster: Sendable {
     /// Stops the daemon with SIGTERM and waits for it to exit; returns its exit status.
     @discardableResult
     func stopDaemon() -> Int32 {
-        guard let process = daemon.withLock({ state -> Process? in defer { state = nil }; return state }) else { return 0 }
+        guard
+            let process = daemon.withLock({ state -> Process? in
+                defer { state = nil }; return state
+            })
+        else { return 0 }
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
         return process.terminationStatus

@@ -1,9 +1,9 @@
 // Licensed under the Apache License, Version 2.0.
 
+import Foundation
 import LiveCloudAPI
 import LiveJSON
 import Logging
-import Foundation
 
 /// What the engine needs to run.
 public struct LiveSDKConfiguration: Sendable {
@@ -168,7 +168,7 @@ public actor LiveClient {
         let token = try await session.accessToken()
         do {
             return try await cloud.fetch(key, token: token)
-        } catch where error.code == .unauthenticated {
+        } catch  where error.code == .unauthenticated {
             await session.tokenRejected(token)
             return try await cloud.fetch(key, token: try await session.accessToken())
         }
@@ -218,7 +218,7 @@ public actor LiveClient {
         let entity: Entity
         do {
             entity = try await cloud.put(key, request, token: token)
-        } catch where error.code == .unauthenticated {
+        } catch  where error.code == .unauthenticated {
             await session.tokenRejected(token)
             entity = try await cloud.put(key, request, token: try await session.accessToken())
         }

@@ -1,7 +1,7 @@
 // Licensed under the Apache License, Version 2.0.
 
-import Logging
 import LiveCloudAPI
+import Logging
 
 /// Credentials the engine logs in with. `description` never shows the password.
 public struct Credentials: Sendable, CustomStringConvertible {
