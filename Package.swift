@@ -19,7 +19,6 @@ let package = Package(
         .library(name: "LiveSDK", targets: ["LiveSDK"]),
         .library(name: "LiveGateClient", targets: ["LiveGateClient"]),
         .library(name: "LiveGateProtocol", targets: ["LiveGateProtocol"]),
-        .library(name: "livegate", type: .dynamic, targets: ["CLiveGate"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -80,6 +79,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

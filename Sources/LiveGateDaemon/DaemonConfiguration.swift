@@ -1,8 +1,9 @@
 // Licensed under the Apache License, Version 2.0.
 
 import LiveSDK
+import Logging
 
-/// Everything `livegated` needs to run.
+/// Everything `livegated` needs to run: a configuration file's settings merged with command-line flags.
 public struct DaemonConfiguration: Sendable {
     /// The Unix socket clients connect to (ignored when systemd passes a listening socket).
     public var socketPath: String
@@ -12,12 +13,14 @@ public struct DaemonConfiguration: Sendable {
     public var stateDirectory: String
     public var cloudURL: String
     public var credentials: Credentials
-    /// The largest inbound frame, newline included.
-    public var maxFrameBytes: Int
-    /// How many bytes may wait for one slow client before it is cut off.
-    public var maxQueuedBytesPerConnection: Int
-    /// How long a client may leave its queue unread before it is cut off.
-    public var maxStall: Duration
+    public var logLevel: Logger.Level
+    public var limits: ReloadableSettings.Limits
+    /// The file a reload (SIGHUP) re-reads; `nil` when the daemon was configured by flags only.
+    public var configPath: String?
+    /// A log level given on the command line wins over the file's, also on reload.
+    public var logLevelOverride: Logger.Level?
+    /// Enables methods that exist only for tests (`debug.wedgeEventLoop`). Never in production.
+    public var testHooks: Bool
 
     public init(
         socketPath: String,
@@ -25,18 +28,22 @@ public struct DaemonConfiguration: Sendable {
         stateDirectory: String,
         cloudURL: String,
         credentials: Credentials,
-        maxFrameBytes: Int = 1 << 20,
-        maxQueuedBytesPerConnection: Int = 8 << 20,
-        maxStall: Duration = .seconds(30)
+        logLevel: Logger.Level = .info,
+        limits: ReloadableSettings.Limits = .init(),
+        configPath: String? = nil,
+        logLevelOverride: Logger.Level? = nil,
+        testHooks: Bool = false
     ) {
         self.socketPath = socketPath
         self.socketMode = socketMode
         self.stateDirectory = stateDirectory
         self.cloudURL = cloudURL
         self.credentials = credentials
-        self.maxFrameBytes = maxFrameBytes
-        self.maxQueuedBytesPerConnection = maxQueuedBytesPerConnection
-        self.maxStall = maxStall
+        self.logLevel = logLevel
+        self.limits = limits
+        self.configPath = configPath
+        self.logLevelOverride = logLevelOverride
+        self.testHooks = testHooks
     }
 }
 

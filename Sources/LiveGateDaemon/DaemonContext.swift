@@ -1,10 +1,14 @@
 // Licensed under the Apache License, Version 2.0.
 
+import LiveGateSystemd
 import LiveSDK
 
-/// What every connection shares: the configuration, the engine and the fan-out hub.
+/// What every part of the daemon shares.
 struct DaemonContext: Sendable {
     let configuration: DaemonConfiguration
+    let settings: ReloadableSettings
     let engine: LiveClient
     let hub: ObjectTopicHub
+    let connections: ConnectionRegistry
+    let notifier: any ReadinessNotifier
 }

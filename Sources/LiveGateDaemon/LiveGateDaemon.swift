@@ -4,21 +4,26 @@ import LiveGateSystemd
 import LiveSDK
 import Logging
 import ServiceLifecycle
+import UnixSignals
 
-/// Builds the daemon: the engine and the IPC server, as services in dependency order.
+/// Builds the daemon: its services in dependency order (the engine first, the IPC server after it; on
+/// shutdown the IPC server stops first and the engine, with the cache, last).
 ///
 /// ```swift
-/// let daemon = try LiveGateDaemon(configuration: config, logger: logger)
+/// let daemon = try await LiveGateDaemon(configuration: config, logger: logger)
 /// try await ServiceGroup(configuration: .init(services: daemon.services, gracefulShutdownSignals: [.sigterm], logger: logger)).run()
 /// ```
 public struct LiveGateDaemon: Sendable {
     public let services: [any Service]
+    /// The settings a reload changes (the log handler reads its level from here).
+    public let settings: ReloadableSettings
 
     public init(
         configuration: DaemonConfiguration,
+        settings: ReloadableSettings,
         logger: Logger,
         notifier: any ReadinessNotifier = SystemdNotifier()
-    ) throws {
+    ) async throws {
         let engine = try LiveClient(
             configuration: LiveSDKConfiguration(
                 cloudURL: configuration.cloudURL,
@@ -27,10 +32,23 @@ public struct LiveGateDaemon: Sendable {
             ),
             logger: logger
         )
-        let context = DaemonContext(configuration: configuration, engine: engine, hub: ObjectTopicHub(engine: engine, logger: logger))
+        let context = DaemonContext(
+            configuration: configuration,
+            settings: settings,
+            engine: engine,
+            hub: ObjectTopicHub(engine: engine, logger: logger),
+            connections: ConnectionRegistry(),
+            notifier: notifier
+        )
+        await CloudEventLog(logger: logger).attach(to: engine)
+        // Trap SIGHUP now, before READY=1 can be sent: an untrapped SIGHUP would end the process.
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
+        self.settings = settings
         services = [
             EngineService(engine: engine),
-            IPCServer(context: context, notifier: notifier, logger: logger),
+            ReloadService(context: context, signals: hangups, logger: logger),
+            IPCServer(context: context, logger: logger),
+            SystemdStatusService(context: context, logger: logger),
         ]
     }
 }

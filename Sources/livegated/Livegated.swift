@@ -3,6 +3,7 @@
 import ArgumentParser
 import Foundation
 import LiveGateDaemon
+import LiveGateSystemd
 import LiveSDK
 import Logging
 import ServiceLifecycle
@@ -12,8 +13,18 @@ import UnixSignals
 struct Livegated: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "livegated",
-        abstract: "The livegate daemon: one cloud session, cache and realtime connection for every local process."
+        abstract: "The livegate daemon: one cloud session, cache and realtime connection for every local process.",
+        discussion: """
+            Settings come from --config (see systemd/livegated.conf.example); flags override the file. \
+            SIGHUP re-reads the file (log level and limits); SIGTERM shuts down gracefully.
+            """
     )
+
+    @Option(help: "Configuration file (name = value lines), re-read on SIGHUP.")
+    var config: String?
+
+    @Option(help: ArgumentHelp("Validate a configuration file, print what is wrong, and exit (0: valid).", valueName: "file"))
+    var checkConfig: String?
 
     @Option(
         help:
@@ -25,28 +36,54 @@ struct Livegated: AsyncParsableCommand {
     var stateDir: String?
 
     @Option(help: "The cloud's base URL.")
-    var cloudURL = "http://127.0.0.1:8080"
+    var cloudURL: String?
 
     @Option(help: "The cloud user the daemon logs in as.")
-    var username: String
+    var username: String?
 
     @Option(help: "File holding the cloud password. Default: $CREDENTIALS_DIRECTORY/cloud-password (systemd LoadCredential=).")
     var passwordFile: String?
 
-    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
-    var logLevel = "info"
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (overrides the file's).")
+    var logLevel: String?
+
+    @Flag(help: .hidden) var testHooks = false
 
     func run() async throws {
-        let environment = ProcessInfo.processInfo.environment
-        let level = Logger.Level(rawValue: logLevel) ?? .info
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
+        if let checkConfig {
+            do {
+                _ = try ConfigFile.load(path: checkConfig)
+                print("\(checkConfig): valid")
+                return
+            } catch {
+                FileHandle.standardError.write(Data("livegated: \(error)\n".utf8))
+                throw ExitCode(1)
+            }
         }
+        let environment = ProcessInfo.processInfo.environment
+        let file: ConfigFile
+        do {
+            file = try config.map { try ConfigFile.load(path: $0) } ?? ConfigFile()
+        } catch {
+            throw ValidationError("\(error)")
+        }
+        let levelOverride = try logLevel.map { name -> Logger.Level in
+            guard let level = Logger.Level(rawValue: name) else {
+                throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
+            }
+            return level
+        }
+        let level = levelOverride ?? file.logLevel ?? .info
+        let levelControl = LogLevelControl(level)
+        LoggingSystem.bootstrap(LogDestination.handlerFactory(identifier: "livegated", level: levelControl))
         let logger = Logger(label: "livegated")
 
-        guard let passwordPath = passwordFile ?? environment["CREDENTIALS_DIRECTORY"].map({ $0 + "/cloud-password" }) else {
+        guard let cloudURL = cloudURL ?? file.cloudURL else { throw ValidationError("no cloud URL: pass --cloud-url or set cloud-url in --config") }
+        guard let username = username ?? file.username else { throw ValidationError("no cloud user: pass --username or set username in --config") }
+        guard
+            let passwordPath = passwordFile ?? file.passwordFile
+                ?? environment["CREDENTIALS_DIRECTORY"].map({ $0 + "/cloud-password" })
+        else {
             throw ValidationError("no cloud password: pass --password-file, or run under systemd with LoadCredential=cloud-password")
         }
         let password: String
@@ -57,12 +94,22 @@ struct Livegated: AsyncParsableCommand {
         }
 
         let configuration = DaemonConfiguration(
-            socketPath: socket ?? Self.defaultSocketPath(environment),
-            stateDirectory: stateDir ?? environment["STATE_DIRECTORY"] ?? "/var/lib/livegate",
+            socketPath: socket ?? file.socketPath ?? Self.defaultSocketPath(environment),
+            stateDirectory: stateDir ?? file.stateDirectory ?? environment["STATE_DIRECTORY"] ?? "/var/lib/livegate",
             cloudURL: cloudURL,
-            credentials: Credentials(username: username, password: password)
+            credentials: Credentials(username: username, password: password),
+            logLevel: level,
+            limits: file.limits,
+            configPath: config,
+            logLevelOverride: levelOverride,
+            testHooks: testHooks
         )
-        let daemon = try LiveGateDaemon(configuration: configuration, logger: logger)
+        let settings = ReloadableSettings(logLevelControl: levelControl, limits: file.limits)
+        let daemon = try await LiveGateDaemon(configuration: configuration, settings: settings, logger: logger)
+        logger.notice(
+            "livegated \(livegatedVersion) starting",
+            metadata: [LogField.messageID: .string(LogMessageID.started), "cloud": "\(cloudURL)", "user": "\(username)"]
+        )
         let group = ServiceGroup(
             configuration: .init(services: daemon.services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         )

@@ -60,7 +60,8 @@ final class TestCluster: Sendable {
         cloud.arguments = ["--port", "0", "--database", directory + "/cloud.sqlite", "--users-file", directory + "/users"]
         let stdout = Pipe()
         cloud.standardOutput = stdout
-        cloud.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        FileManager.default.createFile(atPath: directory + "/cloud.log", contents: nil)
+        cloud.standardError = FileHandle(forWritingAtPath: directory + "/cloud.log")
         let lines = LineReader(stdout.fileHandleForReading)
         try cloud.run()
         let port = try await withTimeout(.seconds(30), "livegate-cloud did not report its port") { () -> Int in
@@ -75,18 +76,33 @@ final class TestCluster: Sendable {
         return cluster
     }
 
+    /// The arguments `startDaemon` gives `livegated` before `extraArguments`.
+    var daemonArguments: [String] {
+        [
+            "--socket", socketPath, "--state-dir", directory + "/state", "--cloud-url", cloudURL,
+            "--username", Self.username, "--password-file", directory + "/password", "--log-level", "debug",
+        ]
+    }
+
     /// Starts `livegated` and waits for its `READY=1`. Returns every notify datagram up to and including it.
+    /// - Parameters:
+    ///   - launcher: a program (and its arguments) that runs the daemon, e.g. `systemd-socket-activate`.
+    ///   - beforeReady: runs after the process starts, before waiting for `READY=1`.
     @discardableResult
-    func startDaemon(extraArguments: [String] = []) async throws -> [String] {
+    func startDaemon(
+        extraArguments: [String] = [],
+        environment extra: [String: String] = [:],
+        launcher: [String] = [],
+        beforeReady: @Sendable () async throws -> Void = {}
+    ) async throws -> [String] {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binDirectory + "/livegated")
-        process.arguments =
-            [
-                "--socket", socketPath, "--state-dir", directory + "/state", "--cloud-url", cloudURL,
-                "--username", Self.username, "--password-file", directory + "/password", "--log-level", "debug",
-            ] + extraArguments
+        let daemonCommand = [Self.binDirectory + "/livegated"] + daemonArguments + extraArguments
+        let command = launcher + daemonCommand
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
         var environment = ProcessInfo.processInfo.environment
         environment["NOTIFY_SOCKET"] = notifySocketPath
+        environment.merge(extra) { _, new in new }
         process.environment = environment
         FileManager.default.createFile(atPath: directory + "/daemon.log", contents: nil)
         let log = FileHandle(forWritingAtPath: directory + "/daemon.log")!
@@ -95,6 +111,7 @@ final class TestCluster: Sendable {
         process.standardOutput = log
         try process.run()
         daemon.withLock { $0 = process }
+        try await beforeReady()
         var received: [String] = []
         while true {
             let datagram = try await receiveDatagram(timeout: .seconds(30))
@@ -122,6 +139,14 @@ final class TestCluster: Sendable {
         }
     }
 
+    /// The daemon's process id, while it runs.
+    var daemonPID: Int32? { daemon.withLock { $0?.processIdentifier } }
+
+    /// Sends `signal` to the daemon.
+    func signalDaemon(_ signal: Int32) {
+        if let pid = daemonPID { kill(pid, signal) }
+    }
+
     /// Stops the daemon with SIGTERM and waits for it to exit; returns its exit status.
     @discardableResult
     func stopDaemon() -> Int32 {
@@ -146,6 +171,7 @@ final class TestCluster: Sendable {
     }
 
     var daemonLog: String { (try? String(contentsOfFile: directory + "/daemon.log", encoding: .utf8)) ?? "" }
+    var cloudLog: String { (try? String(contentsOfFile: directory + "/cloud.log", encoding: .utf8)) ?? "" }
 
     // MARK: The cloud's REST API, as a remote user would use it
 

@@ -1,6 +1,7 @@
 // Licensed under the Apache License, Version 2.0.
 
 import Foundation
+import LiveCloudAPI
 import LiveJSON
 import Testing
 
@@ -25,6 +26,9 @@ import Testing
         let text = try String(contentsOf: Self.directory.appendingPathComponent(name), encoding: .utf8)
         let cluster = try await TestCluster.start()
         defer { cluster.stop() }
+        // Transcripts start from a daemon whose realtime link is up: an observation made before it would
+        // be fetched again once it is (to prove continuity), adding notifications a transcript cannot fix.
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
         var volatile: [String] = []
         try await RawConnection.with(cluster.socketPath) { raw in
             for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {

@@ -26,6 +26,8 @@ func change(
     @Test func twoClientsReceiveALiveUpdateWithOneFetchAndOneRealtimeSubscription() async throws {
         let cluster = try await TestCluster.start()
         defer { cluster.stop() }
+        // With the realtime link up first, the count of fetches below is exact (see the write test).
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
         try await cluster.put("notes", "n1", ["text": "first"])
 
         try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "test-a") { a in

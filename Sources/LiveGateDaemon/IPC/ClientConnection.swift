@@ -1,6 +1,7 @@
 // Licensed under the Apache License, Version 2.0.
 
 import LiveGateProtocol
+import LiveGateSystemd
 import LiveJSON
 import Logging
 import NIOCore
@@ -13,6 +14,10 @@ final class ClientConnection: Sendable {
     let outbox: ConnectionOutbox
     let context: DaemonContext
     let logger: Logger
+    /// The event loop this connection's channel runs on.
+    let eventLoop: any EventLoop
+    /// The frame limit this connection started with.
+    let maxFrameBytes: Int
     private let tokens = Mutex(TokenTable())
 
     struct TokenTable {
@@ -24,13 +29,13 @@ final class ClientConnection: Sendable {
         var endedWhilePending: Set<Int64> = []
     }
 
-    init(id: UInt64, context: DaemonContext, logger: Logger) {
+    init(id: UInt64, context: DaemonContext, eventLoop: any EventLoop, logger: Logger) {
         self.id = id
         self.context = context
-        self.outbox = ConnectionOutbox(
-            maxQueuedBytes: context.configuration.maxQueuedBytesPerConnection,
-            maxStall: context.configuration.maxStall
-        )
+        self.eventLoop = eventLoop
+        let limits = context.settings.limits
+        self.maxFrameBytes = limits.maxFrameBytes
+        self.outbox = ConnectionOutbox(maxQueuedBytes: limits.maxQueuedBytesPerConnection, maxStall: limits.maxStall)
         var logger = logger
         logger[metadataKey: "conn"] = "\(id)"
         self.logger = logger
@@ -38,7 +43,13 @@ final class ClientConnection: Sendable {
 
     /// Serves the connection until the peer closes it, it is cut off, or the daemon shuts down.
     func run(_ channel: NIOAsyncChannel<InboundFrame, ByteBuffer>) async {
-        logger.debug("client connected")
+        var logger = self.logger
+        if let peer = await PeerCredentials.of(channel.channel) {
+            logger[metadataKey: "client_pid"] = "\(peer.pid)"
+            logger[metadataKey: "client_uid"] = "\(peer.uid)"
+            logger[metadataKey: "client_gid"] = "\(peer.gid)"
+        }
+        logger.info("client connected")
         do {
             try await channel.executeThenClose { inbound, outbound in
                 try await withThrowingTaskGroup(of: Void.self) { group in
@@ -62,9 +73,12 @@ final class ClientConnection: Sendable {
         }
         releaseAllTokens()
         if outbox.wasCutOff {
-            logger.warning("client cut off: too slow", metadata: ["coalesced": "\(outbox.coalescedCount)"])
+            logger.warning(
+                "client cut off: it read too slowly",
+                metadata: [LogField.messageID: .string(LogMessageID.clientCutOff), "coalesced": "\(outbox.coalescedCount)"]
+            )
         }
-        logger.debug("client disconnected")
+        logger.info("client disconnected")
     }
 
     /// Asks the connection to end: `final` is written last, then the connection closes.
@@ -125,7 +139,7 @@ final class ClientConnection: Sendable {
     private func handle(_ frame: InboundFrame) async {
         switch frame {
         case .oversized(let byteCount):
-            let limit = context.configuration.maxFrameBytes
+            let limit = maxFrameBytes
             respond(
                 error: RPCError(
                     code: .limitExceeded,

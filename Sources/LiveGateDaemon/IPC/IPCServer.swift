@@ -16,24 +16,25 @@ import Synchronization
 /// drain, and returns when all connections have ended.
 struct IPCServer: Service {
     let context: DaemonContext
-    let notifier: any ReadinessNotifier
     let logger: Logger
-    private let connections = ConnectionRegistry()
+    private var connections: ConnectionRegistry { context.connections }
+    private var notifier: any ReadinessNotifier { context.notifier }
 
-    init(context: DaemonContext, notifier: any ReadinessNotifier, logger: Logger) {
+    init(context: DaemonContext, logger: Logger) {
         self.context = context
-        self.notifier = notifier
         self.logger = logger
     }
 
     func run() async throws {
         let configuration = context.configuration
-        let maxFrameBytes = configuration.maxFrameBytes
+        let settings = context.settings
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
             .childChannelOption(.writeBufferWaterMark, value: .init(low: 32 << 10, high: 256 << 10))
         let initializer: @Sendable (any Channel) -> EventLoopFuture<NIOAsyncChannel<InboundFrame, ByteBuffer>> = { channel in
             channel.eventLoop.makeCompletedFuture {
+                // Limits are read per connection, so a reload applies to every connection opened after it.
+                let maxFrameBytes = settings.limits.maxFrameBytes
                 try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(JSONLineFrameDecoder(maxFrameBytes: maxFrameBytes)))
                 return try NIOAsyncChannel(
                     wrappingChannelSynchronously: channel,
@@ -62,11 +63,12 @@ struct IPCServer: Service {
             logger.info("serving", metadata: ["socket": "\(configuration.socketPath)"])
         }
         notifier.notify("READY=1\nSTATUS=serving local clients on \(configuration.socketPath)")
+        connections.markServing()
 
         try await withThrowingDiscardingTaskGroup { group in
             try await server.executeThenClose { inbound in
                 for try await child in inbound.cancelOnGracefulShutdown() {
-                    let connection = connections.add(context: context, logger: logger)
+                    let connection = connections.add(context: context, eventLoop: child.channel.eventLoop, logger: logger)
                     group.addTask {
                         await connection.run(child)
                         connections.remove(connection)
@@ -75,6 +77,10 @@ struct IPCServer: Service {
             }
             // No more accepts: tell every client and let their queues drain.
             notifier.notify("STOPPING=1\nSTATUS=shutting down")
+            logger.notice(
+                "shutting down: telling clients",
+                metadata: [LogField.messageID: .string(LogMessageID.stopping), "clients": "\(connections.count)"]
+            )
             let goodbye = try? NotificationFrame.standalone(
                 method: NotificationMethod.connectionClosing,
                 params: ConnectionClosingParams(code: .cloudUnavailable, message: "the daemon is shutting down; reconnect later")
@@ -91,14 +97,15 @@ final class ConnectionRegistry: Sendable {
     private struct State {
         var next: UInt64 = 0
         var open: [UInt64: ClientConnection] = [:]
+        var serving = false
     }
 
     private let state = Mutex(State())
 
-    func add(context: DaemonContext, logger: Logger) -> ClientConnection {
+    func add(context: DaemonContext, eventLoop: any EventLoop, logger: Logger) -> ClientConnection {
         state.withLock { state in
             state.next += 1
-            let connection = ClientConnection(id: state.next, context: context, logger: logger)
+            let connection = ClientConnection(id: state.next, context: context, eventLoop: eventLoop, logger: logger)
             state.open[state.next] = connection
             return connection
         }
@@ -107,6 +114,16 @@ final class ConnectionRegistry: Sendable {
     func remove(_ connection: ClientConnection) {
         _ = state.withLock { $0.open.removeValue(forKey: connection.id) }
     }
+
+    var count: Int { state.withLock { $0.open.count } }
+
+    /// Whether the server has bound its socket and announced `READY=1`.
+    var isServing: Bool { state.withLock { $0.serving } }
+
+    func markServing() { state.withLock { $0.serving = true } }
+
+    /// How many tokens all open connections hold.
+    var tokenCount: Int { state.withLock { Array($0.open.values) }.reduce(0) { $0 + $1.tokenCount } }
 
     func shutdownAll(final: ByteBuffer?) {
         for connection in state.withLock({ Array($0.open.values) }) { connection.shutdown(final: final) }

@@ -7,6 +7,7 @@ import LiveJSON
 import LiveSDK
 import Logging
 import NIOCore
+import NIOPosix
 
 /// Decodes one request frame and performs it. Every failure becomes a JSON-RPC error on the same
 /// connection, which stays usable.
@@ -52,6 +53,7 @@ struct RequestHandler {
             case Method.tokenInvalidate: try invalidate(id, envelope.params)
             case Method.objectCreate: try await write(id, envelope.params, create: true)
             case Method.objectUpdate: try await write(id, envelope.params, create: false)
+            case "debug.wedgeEventLoop" where context.configuration.testHooks: try wedge(id, envelope.params)
             default:
                 throw RPCError(
                     code: .methodNotFound,
@@ -85,7 +87,7 @@ struct RequestHandler {
             version: livegatedVersion,
             protocol: livegateProtocolVersion,
             session: await context.engine.session.state.rawValue,
-            limits: .init(maxFrameBytes: context.configuration.maxFrameBytes)
+            limits: .init(maxFrameBytes: connection.maxFrameBytes)
         )
         connection.respond(result: result, id: id)
     }
@@ -143,6 +145,21 @@ struct RequestHandler {
             updatedAt: entity.updatedAt
         )
         connection.respond(result: ObjectWriteResult(snapshot: snapshot), id: id)
+    }
+
+    /// Test hook: blocks every event loop but this connection's for `milliseconds`, so that tests can see
+    /// the watchdog stop pinging. Only with `--test-hooks`.
+    private func wedge(_ id: RequestID, _ params: JSONValue?) throws {
+        struct Params: Decodable { var milliseconds: Int }
+        let request = try Self.decode(Params.self, params, method: "debug.wedgeEventLoop")
+        let microseconds = UInt32(max(0, min(request.milliseconds, 60_000)) * 1000)
+        var wedged = 0
+        for loop in MultiThreadedEventLoopGroup.singleton.makeIterator() where loop !== connection.eventLoop {
+            loop.execute { usleep(microseconds) }
+            wedged += 1
+        }
+        connection.logger.warning("test hook: wedged event loops", metadata: ["loops": "\(wedged)", "ms": "\(request.milliseconds)"])
+        connection.respond(result: ["wedgedLoops": JSONValue.number(Double(wedged))] as [String: JSONValue], id: id)
     }
 
     // MARK: Decoding

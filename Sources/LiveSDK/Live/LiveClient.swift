@@ -45,6 +45,8 @@ public actor LiveClient {
     private var fetching: Set<EntityKey> = []
     private var refetchWanted: Set<EntityKey> = []
     public private(set) var connectionStatus: ConnectionStatus = .offline
+    private var connectionObservers: [Int: @Sendable (ConnectionStatus) -> Void] = [:]
+    private var nextConnectionObserver = 0
 
     private enum Command: Sendable {
         case activate(EntityKey)
@@ -98,6 +100,16 @@ public actor LiveClient {
             logger.error("closing the cache failed", metadata: ["error": "\(error)"])
         }
     }
+
+    /// Calls `observer` with every change of the cloud connection's status (Kinvey's `onStatus`).
+    /// Returns an id for ``removeConnectionObserver(_:)``.
+    public func addConnectionObserver(_ observer: @escaping @Sendable (ConnectionStatus) -> Void) -> Int {
+        nextConnectionObserver += 1
+        connectionObservers[nextConnectionObserver] = observer
+        return nextConnectionObserver
+    }
+
+    public func removeConnectionObserver(_ id: Int) { connectionObservers[id] = nil }
 
     // MARK: Observing
 
@@ -183,7 +195,9 @@ public actor LiveClient {
     private func handle(_ event: RealtimeEvent) async {
         switch event {
         case .statusChanged(let status):
+            guard status != connectionStatus else { return }
             connectionStatus = status
+            for observer in connectionObservers.values { observer(status) }
         case .connected:
             // Changes may have happened while the connection was down: refresh every observed object.
             for key in observations.keys { commandSink.yield(.refresh(key)) }

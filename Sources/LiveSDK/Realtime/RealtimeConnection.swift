@@ -129,7 +129,7 @@ actor RealtimeConnection {
     private func established(writer: WebSocketOutboundWriter) async {
         self.writer = writer
         let topics = machine.connectionEstablished()
-        logger.info("realtime connection established", metadata: ["topics": "\(topics.count)"])
+        logger.debug("realtime connection established", metadata: ["topics": "\(topics.count)"])
         events.yield(.statusChanged(machine.status))
         for topic in topics {
             _ = await send(.subscribe, topic)

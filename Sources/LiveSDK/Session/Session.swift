@@ -82,7 +82,7 @@ public actor Session {
             let response = try await cloud.login(LoginRequest(username: credentials.username, password: credentials.password))
             let before = machine.state
             machine.loginSucceeded(token: response.accessToken, lifetime: .seconds(response.expiresIn), now: .now)
-            logger.info("cloud session established", metadata: ["user": "\(response.userId)"])
+            logger.debug("logged in to the cloud", metadata: ["user": "\(response.userId)"])
             publishIfChanged(from: before)
         } catch let error where error.code == .unauthenticated {
             let before = machine.state

@@ -1,0 +1,92 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Foundation
+import Logging
+
+/// What a configuration file says. Every member is optional: command-line flags fill or override it.
+public struct ConfigFile: Sendable, Equatable {
+    public var cloudURL: String?
+    public var username: String?
+    public var passwordFile: String?
+    public var socketPath: String?
+    public var stateDirectory: String?
+    public var logLevel: Logger.Level?
+    public var limits = ReloadableSettings.Limits()
+
+    public init() {}
+
+    /// Every name a file may use, for the error about an unknown one.
+    static let names = [
+        "cloud-url", "username", "password-file", "socket", "state-dir", "log-level", "max-frame-bytes",
+        "max-queued-bytes-per-connection", "max-stall-seconds",
+    ]
+
+    /// Reads and validates a file.
+    public static func load(path: String) throws(ConfigError) -> ConfigFile {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw ConfigError("cannot read \(path): \(error.localizedDescription)")
+        }
+        return try parse(text, source: path)
+    }
+
+    /// Parses `name = value` lines; `#` starts a comment. Unknown names and invalid values are errors
+    /// (a typo must not silently fall back to a default).
+    public static func parse(_ text: String, source: String) throws(ConfigError) -> ConfigFile {
+        var file = ConfigFile()
+        var seen: Set<String> = []
+        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let place = "\(source):\(index + 1)"
+            let line = rawLine.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.isEmpty { continue }
+            guard let equals = trimmed.firstIndex(of: "=") else {
+                throw ConfigError("\(place): expected 'name = value'")
+            }
+            let name = trimmed[..<equals].trimmingCharacters(in: .whitespaces)
+            let value = trimmed[trimmed.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            guard !value.isEmpty else { throw ConfigError("\(place): \(name) has no value") }
+            guard seen.insert(name).inserted else { throw ConfigError("\(place): \(name) is set twice") }
+            switch name {
+            case "cloud-url":
+                guard value.hasPrefix("http://") || value.hasPrefix("https://"), URL(string: value)?.host != nil else {
+                    throw ConfigError("\(place): cloud-url must be an http:// or https:// URL, not \(value)")
+                }
+                file.cloudURL = value
+            case "username": file.username = value
+            case "password-file": file.passwordFile = value
+            case "socket": file.socketPath = value
+            case "state-dir": file.stateDirectory = value
+            case "log-level":
+                guard let level = Logger.Level(rawValue: value) else {
+                    throw ConfigError("\(place): log-level must be one of trace, debug, info, notice, warning, error, critical")
+                }
+                file.logLevel = level
+            case "max-frame-bytes":
+                file.limits.maxFrameBytes = try integer(value, place, name, in: 1024...(64 << 20))
+            case "max-queued-bytes-per-connection":
+                file.limits.maxQueuedBytesPerConnection = try integer(value, place, name, in: 4096...(1 << 30))
+            case "max-stall-seconds":
+                file.limits.maxStall = .seconds(try integer(value, place, name, in: 1...3600))
+            default:
+                throw ConfigError("\(place): unknown setting \(name); known: \(names.joined(separator: ", "))")
+            }
+        }
+        return file
+    }
+
+    private static func integer(_ value: String, _ place: String, _ name: String, in range: ClosedRange<Int>) throws(ConfigError) -> Int {
+        guard let number = Int(value), range.contains(number) else {
+            throw ConfigError("\(place): \(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not \(value)")
+        }
+        return number
+    }
+}
+
+/// A configuration problem, with the file and line it comes from.
+public struct ConfigError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,65 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Foundation
+import LiveGateSystemd
+import LiveSDK
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+/// Re-reads the configuration on SIGHUP (`systemctl reload`), without dropping clients: log level and
+/// limits change; an invalid file is refused with a log entry and the running settings are kept.
+struct ReloadService: Service {
+    let context: DaemonContext
+    /// Created by the caller before the daemon announces readiness, so no SIGHUP can arrive untrapped.
+    let signals: UnixSignalsSequence
+    let logger: Logger
+
+    func run() async throws {
+        for await _ in signals.cancelOnGracefulShutdown() {
+            reload()
+        }
+    }
+
+    /// One reload, bracketed by `RELOADING=1` and `READY=1` as `sd_notify(3)` asks.
+    func reload() {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let monotonicMicroseconds = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+        context.notifier.notify("RELOADING=1\nMONOTONIC_USEC=\(monotonicMicroseconds)\nSTATUS=reloading the configuration")
+        defer { context.notifier.notify("READY=1\nSTATUS=serving local clients") }
+
+        let configuration = context.configuration
+        guard let path = configuration.configPath else {
+            logger.notice("reload requested, but the daemon was started without --config: nothing to re-read")
+            return
+        }
+        let file: ConfigFile
+        do {
+            file = try ConfigFile.load(path: path)
+        } catch {
+            logger.error(
+                "configuration rejected; the running settings are kept",
+                metadata: [LogField.messageID: .string(LogMessageID.configRejected), "error": "\(error)", "file": "\(path)"]
+            )
+            return
+        }
+        for (name, old, new) in [
+            ("cloud-url", configuration.cloudURL, file.cloudURL),
+            ("username", configuration.credentials.username, file.username),
+            ("state-dir", configuration.stateDirectory, file.stateDirectory),
+        ] where new != nil && new != old {
+            logger.warning("\(name) changed in \(path); it takes effect at the next restart")
+        }
+        let level = configuration.logLevelOverride ?? file.logLevel ?? .info
+        context.settings.logLevel = level
+        context.settings.limits = file.limits
+        logger.notice(
+            "configuration reloaded",
+            metadata: [
+                LogField.messageID: .string(LogMessageID.reloaded), "file": "\(path)", "logLevel": "\(level)",
+                "maxFrameBytes": "\(file.limits.maxFrameBytes)",
+            ]
+        )
+    }
+}

@@ -1,0 +1,93 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Foundation
+import LiveGateClient
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+private let journald = "/lib/systemd/systemd-journald"
+private let journalSocket = "/run/systemd/journal/socket"
+
+/// Whether this test may start its own journald: root, the binary present, and no journal already there.
+private var canStartJournald: Bool {
+    getuid() == 0 && FileManager.default.isExecutableFile(atPath: journald) && !FileManager.default.fileExists(atPath: journalSocket)
+}
+
+/// The daemon's entries in a real journal: `systemd-journald` started by hand (it runs without PID 1),
+/// read back with `journalctl -o json`.
+@Suite(.serialized) struct JournalTests {
+    @Test(.enabled(if: canStartJournald, "needs root, systemd-journald, and no journald already running"))
+    func entriesCarryTheStandardAndLivegateFields() async throws {
+        let journal = Process()
+        journal.executableURL = URL(fileURLWithPath: journald)
+        journal.environment = ["SYSTEMD_LOG_TARGET": "console"]
+        journal.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        journal.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try journal.run()
+        defer {
+            journal.terminate()
+            journal.waitUntilExit()
+            // A stale socket would make later writers fail over to stderr; remove what journald made.
+            try? FileManager.default.removeItem(atPath: "/run/systemd/journal")
+            try? FileManager.default.removeItem(atPath: "/run/log/journal")
+        }
+        try await eventually("journald's socket") { FileManager.default.fileExists(atPath: journalSocket) }
+
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        let daemonPID = try #require(cluster.daemonPID)
+        try await RawConnection.with(cluster.socketPath) { raw in
+            try await raw.send(#"{"jsonrpc":"2.0","id":1,"method":"object.observe","params":{"collection":"notes","id":"j"}}"#)
+            _ = try await raw.next()
+        }
+        cluster.signalDaemon(SIGTERM)
+        #expect(cluster.stopDaemon() == 0)
+
+        // The entries, as an administrator reads them.
+        let entries = try await withTimeout(.seconds(20), "the daemon's entries in the journal") { () -> [[String: String]] in
+            while true {
+                let found = try Self.journalEntries(pid: daemonPID)
+                if found.contains(where: { $0["MESSAGE_ID"] == "6c3a1e0f2b8d4f5a9e7c1d2b3a4f5e69" }) { return found }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        let connected = try #require(entries.first { $0["MESSAGE"] == "client connected" })
+        #expect(connected["SYSLOG_IDENTIFIER"] == "livegated")
+        #expect(connected["PRIORITY"] == "6")
+        #expect(connected["LIVEGATE_CONN"] == "1")
+        #expect(connected["LIVEGATE_CLIENT_PID"] == String(getpid()), "the peer's pid, from SO_PEERCRED")
+        #expect(connected["LIVEGATE_CLIENT_UID"] == String(getuid()))
+        #expect(connected["CODE_FILE"]?.hasSuffix("ClientConnection.swift") == true)
+        #expect(connected["CODE_LINE"].flatMap(Int.init) != nil)
+        #expect(connected["CODE_FUNC"]?.isEmpty == false)
+        #expect(connected["_TRANSPORT"] == "journal", "a native entry, not a line on stderr")
+
+        let ids = Set(entries.compactMap { $0["MESSAGE_ID"] })
+        #expect(ids.contains("6c3a1e0f2b8d4f5a9e7c1d2b3a4f5e68"), "started")
+        #expect(ids.contains("6c3a1e0f2b8d4f5a9e7c1d2b3a4f5e60"), "session established")
+        #expect(ids.contains("6c3a1e0f2b8d4f5a9e7c1d2b3a4f5e62"), "cloud connected")
+        #expect(ids.contains("6c3a1e0f2b8d4f5a9e7c1d2b3a4f5e69"), "stopping")
+        for entry in entries {
+            #expect(!entry.values.contains { $0.contains(TestCluster.password) })
+        }
+    }
+
+    static func journalEntries(pid: Int32) throws -> [[String: String]] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/journalctl")
+        process.arguments = ["--no-pager", "--directory=/run/log/journal", "-o", "json", "_PID=\(pid)"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap { line in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return nil }
+            return object.compactMapValues { $0 as? String }
+        }
+    }
+}

@@ -1,0 +1,199 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Foundation
+import LiveCloudAPI
+import LiveGateClient
+import LiveGateProtocol
+import LiveJSON
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// systemd integration without PID 1: the notify protocol over a datagram socket named by NOTIFY_SOCKET,
+/// socket activation through systemd-socket-activate, reload, watchdog, configuration checks.
+@Suite(.serialized) struct SystemdTests {
+    /// Receives datagrams until one satisfies `predicate`; returns all of them.
+    func datagrams(_ cluster: TestCluster, until predicate: (String) -> Bool, timeout: Duration = .seconds(20)) async throws -> [String] {
+        var received: [String] = []
+        while true {
+            let datagram = try await cluster.receiveDatagram(timeout: timeout)
+            received.append(datagram)
+            if predicate(datagram) { return received }
+        }
+    }
+
+    @Test func notifyMessagesComeInOrder() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false)
+        defer { cluster.stop() }
+        let first = try await cluster.startDaemon()
+        #expect(first.count == 1, "READY=1 is the first message: \(first)")
+        #expect(first[0].hasPrefix("READY=1\nSTATUS=serving local clients on \(cluster.socketPath)"))
+
+        // STATUS= follows and is kept current: a connected client shows up in it.
+        _ = try await datagrams(cluster) { $0.hasPrefix("STATUS=cloud session") }
+        try await RawConnection.with(cluster.socketPath) { raw in
+            try await raw.send(#"{"jsonrpc":"2.0","id":1,"method":"object.observe","params":{"collection":"notes","id":"s"}}"#)
+            _ = try await raw.next()
+            let status = try await datagrams(cluster) { $0.contains("1 clients, 1 tokens") }
+            #expect(status.last == "STATUS=cloud session established, realtime connected; 1 clients, 1 tokens")
+        }
+
+        cluster.signalDaemon(SIGTERM)
+        let last = try await datagrams(cluster) { $0.hasPrefix("STOPPING=1") }
+        #expect(last.last == "STOPPING=1\nSTATUS=shutting down")
+        #expect(cluster.stopDaemon() == 0)
+    }
+
+    @Test func socketActivationAdoptsThePassedSocket() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false)
+        defer { cluster.stop() }
+        let activationSocket = cluster.directory + "/activated.sock"
+        // systemd-socket-activate binds the socket and starts the daemon at the first connection; the
+        // daemon's own --socket points elsewhere, so only an adopted socket can answer here.
+        let answer = ClusterBox<String>()
+        try await cluster.startDaemon(
+            launcher: ["/usr/bin/systemd-socket-activate", "-l", activationSocket, "-E", "NOTIFY_SOCKET"],
+            beforeReady: {
+                try await eventually("systemd-socket-activate to listen") { FileManager.default.fileExists(atPath: activationSocket) }
+                let line = try await RawConnection.with(activationSocket) { raw in
+                    try await raw.send(#"{"jsonrpc":"2.0","id":1,"method":"hello","params":{"client":"t","protocol":1}}"#)
+                    return try await raw.next()
+                }
+                answer.set(line)
+            }
+        )
+        #expect(answer.get()?.contains(#""daemon":"livegated""#) == true)
+        #expect(!FileManager.default.fileExists(atPath: cluster.socketPath), "the daemon did not bind its own socket")
+        #expect(cluster.daemonLog.contains("serving on the socket passed by systemd"))
+    }
+
+    @Test func watchdogPingsStopWhileAnEventLoopIsWedged() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false)
+        defer { cluster.stop() }
+        // WATCHDOG_USEC = 400 ms: a ping every 200 ms while healthy.
+        try await cluster.startDaemon(extraArguments: ["--test-hooks"], environment: ["WATCHDOG_USEC": "400000"])
+        _ = try await datagrams(cluster, until: { $0 == "WATCHDOG=1" }, timeout: .seconds(5))
+        _ = try await datagrams(cluster, until: { $0 == "WATCHDOG=1" }, timeout: .seconds(5))
+
+        try await RawConnection.with(cluster.socketPath) { raw in
+            try await raw.send(#"{"jsonrpc":"2.0","id":1,"method":"debug.wedgeEventLoop","params":{"milliseconds":3000}}"#)
+            #expect(try await raw.next().contains(#""wedgedLoops""#))
+        }
+        // A health check already past the wedged loop may still ping once; after that, silence.
+        var pingsWhileWedged = 0
+        let wedgeEnds = ContinuousClock.now + .milliseconds(2500)
+        while ContinuousClock.now < wedgeEnds {
+            guard let datagram = try? await cluster.receiveDatagram(timeout: .seconds(1)) else { continue }
+            if datagram == "WATCHDOG=1" { pingsWhileWedged += 1 }
+        }
+        #expect(pingsWhileWedged <= 1, "pings went on while an event loop was wedged: \(pingsWhileWedged)")
+        // Once the loop runs again, so do the pings.
+        _ = try await datagrams(cluster, until: { $0 == "WATCHDOG=1" }, timeout: .seconds(5))
+    }
+
+    @Test func reloadAppliesAValidConfigAndKeepsTheOldOneOnAnInvalidOne() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false)
+        defer { cluster.stop() }
+        let configPath = cluster.directory + "/livegated.conf"
+        try "log-level = info\nmax-frame-bytes = 4096\n".write(toFile: configPath, atomically: true, encoding: .utf8)
+        try await cluster.startDaemon(extraArguments: ["--config", configPath])
+
+        func maxFrameBytes() async throws -> Int {
+            try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "t") { $0.hello.limits.maxFrameBytes }
+        }
+        #expect(try await maxFrameBytes() == 4096)
+
+        try await RawConnection.with(cluster.socketPath) { kept in
+            try "log-level = debug\nmax-frame-bytes = 8192\n".write(toFile: configPath, atomically: true, encoding: .utf8)
+            cluster.signalDaemon(SIGHUP)
+            let reload = try await datagrams(cluster) { $0.hasPrefix("READY=1") }
+            #expect(reload.contains { $0.hasPrefix("RELOADING=1\nMONOTONIC_USEC=") })
+            #expect(try await maxFrameBytes() == 8192, "new connections get the new limits")
+            // The connection opened before the reload was not dropped.
+            try await kept.send(#"{"jsonrpc":"2.0","id":1,"method":"hello","params":{"client":"kept","protocol":1}}"#)
+            #expect(try await kept.next().contains(#""maxFrameBytes":4096"#))
+        }
+
+        try "log-level = loud\nmax-frame-bytes = 2048\n".write(toFile: configPath, atomically: true, encoding: .utf8)
+        cluster.signalDaemon(SIGHUP)
+        _ = try await datagrams(cluster) { $0.hasPrefix("READY=1") }
+        #expect(try await maxFrameBytes() == 8192, "an invalid file changes nothing")
+        #expect(cluster.daemonLog.contains("configuration rejected; the running settings are kept"))
+        #expect(cluster.daemonLog.contains("livegated.conf:1: log-level must be one of"))
+    }
+
+    @Test func checkConfigValidatesAFile() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lgconf-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("systemd/livegated.conf.example").path
+        let bad = directory.appendingPathComponent("bad.conf").path
+        try "cloud-url = https://cloud.example.com\nmax-stall-seconds = forever\n".write(toFile: bad, atomically: true, encoding: .utf8)
+        let typo = directory.appendingPathComponent("typo.conf").path
+        try "log_level = info\n".write(toFile: typo, atomically: true, encoding: .utf8)
+
+        func check(_ path: String) throws -> (status: Int32, output: String) {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: TestCluster.binDirectory + "/livegated")
+            process.arguments = ["--check-config", path]
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            process.standardError = pipe
+            try process.run()
+            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            return (process.terminationStatus, output)
+        }
+        #expect(try check(example).status == 0, "the shipped example is valid")
+        let badResult = try check(bad)
+        #expect(badResult.status == 1)
+        #expect(badResult.output.contains("bad.conf:2: max-stall-seconds must be a whole number from 1 to 3600, not forever"))
+        let typoResult = try check(typo)
+        #expect(typoResult.status == 1)
+        #expect(typoResult.output.contains("typo.conf:1: unknown setting log_level"))
+    }
+
+    @Test func theCloudPasswordAppearsInNoOutput() async throws {
+        let cluster = try await TestCluster.start()
+        var everything: [String] = []
+        do {
+            defer { cluster.stop() }
+            try await cluster.put("notes", "secret", ["x": 1])
+            try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "scan") { daemon in
+                let changes = Queue(try await daemon.observeObject(collection: "notes", id: "secret").changes)
+                let seen = try await change(changes, "fresh") { $0.dataStatus == .fresh }
+                everything.append("\(seen)")
+                _ = try await daemon.update(collection: "notes", id: "secret", data: ["x": 2])
+                do {
+                    _ = try await daemon.create(collection: "notes", id: "secret", data: ["x": 3])
+                } catch {
+                    everything.append("\(error)")
+                }
+            }
+            try await RawConnection.with(cluster.socketPath) { raw in
+                try await raw.send(#"{"jsonrpc":"2.0","id":1,"method":"hello","params":{"client":"scan","protocol":1}}"#)
+                everything.append(try await raw.next())
+            }
+            cluster.signalDaemon(SIGTERM)
+            everything += try await datagrams(cluster) { $0.hasPrefix("STOPPING=1") }
+            cluster.stopDaemon()
+            everything.append(cluster.daemonLog)
+            everything.append(cluster.cloudLog)
+        }
+        #expect(everything.joined().count > 1000, "there was output to scan")
+        for text in everything {
+            #expect(!text.contains(TestCluster.password), "the password leaked into: \(text.prefix(200))")
+        }
+    }
+}
+
+/// A value set once from a closure that cannot return it.
+final class ClusterBox<Value: Sendable>: Sendable {
+    private let value = Mutex<Value?>(nil)
+    func set(_ new: Value) { value.withLock { $0 = new } }
+    func get() -> Value? { value.withLock { $0 } }
+}
