@@ -110,9 +110,14 @@ struct Livegated: AsyncParsableCommand {
             "livegated \(livegatedVersion) starting",
             metadata: [LogField.messageID: .string(LogMessageID.started), "cloud": "\(cloudURL)", "user": "\(username)"]
         )
-        let group = ServiceGroup(
-            configuration: .init(services: daemon.services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        var groupConfiguration = ServiceGroupConfiguration(
+            services: daemon.services,
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger
         )
+        // Below the unit's TimeoutStopSec=20s: past this, what still runs is cancelled rather than killed.
+        groupConfiguration.maximumGracefulShutdownDuration = .seconds(15)
+        let group = ServiceGroup(configuration: groupConfiguration)
         try await group.run()
     }
 

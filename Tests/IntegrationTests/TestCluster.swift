@@ -48,8 +48,8 @@ final class TestCluster: Sendable {
     }
 
     /// Starts the cloud and (unless `startDaemon` is false) the daemon, each waited for by its own readiness signal.
-    static func start(startDaemon: Bool = true) async throws -> TestCluster {
-        var template = Array("/tmp/lgtest-XXXXXX".utf8CString)
+    static func start(startDaemon: Bool = true, under base: String = "/tmp") async throws -> TestCluster {
+        var template = Array("\(base)/lgtest-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw ClusterError("mkdtemp failed") }
         let directory = String(cString: made)
         try "\(username):\(password)\n".write(toFile: directory + "/users", atomically: true, encoding: .utf8)
@@ -124,14 +124,15 @@ final class TestCluster: Sendable {
     func receiveDatagram(timeout: Duration) async throws -> String {
         let fd = notifyFD
         let seconds = Int(timeout.components.seconds)
+        let microseconds = max(Int(timeout.components.attoseconds / 1_000_000_000_000), seconds == 0 ? 1000 : 0)
         return try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
-                var tv = timeval(tv_sec: seconds, tv_usec: 0)
+                var tv = timeval(tv_sec: seconds, tv_usec: microseconds)
                 setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
                 var buffer = [UInt8](repeating: 0, count: 4096)
                 let n = recv(fd, &buffer, buffer.count, 0)
                 if n < 0 {
-                    continuation.resume(throwing: ClusterError("no notify datagram within \(seconds) s (errno \(errno))"))
+                    continuation.resume(throwing: ClusterError("no notify datagram within \(timeout) (errno \(errno))"))
                 } else {
                     continuation.resume(returning: String(decoding: buffer[0..<n], as: UTF8.self))
                 }
@@ -220,6 +221,7 @@ final class TestCluster: Sendable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         guard result == 0 else { throw ClusterError("bind(\(path)) failed: errno \(errno)") }
+        chmod(path, 0o666)  // a daemon running as another user must be able to send to it
         return fd
     }
 }
