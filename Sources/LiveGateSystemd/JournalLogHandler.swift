@@ -172,9 +172,18 @@ public enum LogDestination {
         return access("/run/systemd/journal/socket", F_OK) == 0
     }
 
+    /// Where to log: `auto` (the journal when ``journalAvailable(environment:)``, else stderr), or forced.
+    public enum Target: String, Sendable, CaseIterable {
+        case auto, journal, stderr
+    }
+
     /// A factory for `LoggingSystem.bootstrap`.
-    public static func handlerFactory(identifier: String, level: LogLevelControl) -> @Sendable (String) -> any LogHandler {
-        let journal = journalAvailable()
+    public static func handlerFactory(
+        identifier: String,
+        level: LogLevelControl,
+        target: Target = .auto
+    ) -> @Sendable (String) -> any LogHandler {
+        let journal = target == .journal || (target == .auto && journalAvailable())
         return { label in
             journal
                 ? JournalLogHandler(label: label, identifier: identifier, level: level)

@@ -47,6 +47,9 @@ struct Livegated: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (overrides the file's).")
     var logLevel: String?
 
+    @Option(help: "Where logs go: auto (the journal when it is there, else stderr), journal, stderr.")
+    var logTarget: String = "auto"
+
     @Flag(help: .hidden) var testHooks = false
 
     func run() async throws {
@@ -74,8 +77,11 @@ struct Livegated: AsyncParsableCommand {
             return level
         }
         let level = levelOverride ?? file.logLevel ?? .info
+        guard let target = LogDestination.Target(rawValue: logTarget) else {
+            throw ValidationError("--log-target must be auto, journal or stderr")
+        }
         let levelControl = LogLevelControl(level)
-        LoggingSystem.bootstrap(LogDestination.handlerFactory(identifier: "livegated", level: levelControl))
+        LoggingSystem.bootstrap(LogDestination.handlerFactory(identifier: "livegated", level: levelControl, target: target))
         let logger = Logger(label: "livegated")
 
         guard let cloudURL = cloudURL ?? file.cloudURL else { throw ValidationError("no cloud URL: pass --cloud-url or set cloud-url in --config") }

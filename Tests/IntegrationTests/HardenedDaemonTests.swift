@@ -90,7 +90,10 @@ struct HardenedDaemonTests {
         // Under /run: the sandbox gives the daemon a private /tmp.
         let cluster = try await TestCluster.start(startDaemon: false, under: "/run")
         defer { cluster.stop() }
-        try await cluster.startDaemon(launcher: [scripts + "/run-hardened", cluster.directory, "--"])
+        // Installed daemons live in /usr/bin; a build tree may be under /tmp, which the sandbox hides.
+        let daemon = cluster.directory + "/livegated"
+        try FileManager.default.copyItem(atPath: TestCluster.binDirectory + "/livegated", toPath: daemon)
+        try await cluster.startDaemon(launcher: [scripts + "/run-hardened", cluster.directory, "--"], executable: daemon)
         try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
         try await cluster.put("notes", "hard", ["text": "v1"])
         try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "hardened") { daemon in

@@ -36,8 +36,10 @@ private var canStartJournald: Bool {
         }
         try await eventually("journald's socket") { FileManager.default.fileExists(atPath: journalSocket) }
 
-        let cluster = try await TestCluster.start()
+        let cluster = try await TestCluster.start(startDaemon: false)
         defer { cluster.stop() }
+        cluster.setLogTarget("auto")  // as in production: the journal, found by its socket
+        try await cluster.startDaemon()
         let daemonPID = try #require(cluster.daemonPID)
         try await RawConnection.with(cluster.socketPath) { raw in
             try await raw.send(#"{"jsonrpc":"2.0","id":1,"method":"object.observe","params":{"collection":"notes","id":"j"}}"#)

@@ -5,6 +5,7 @@ import LiveCloudAPI
 import LiveGateClient
 import LiveGateProtocol
 import LiveJSON
+import NIOCore
 import Synchronization
 import Testing
 
@@ -112,6 +113,9 @@ import Testing
         #expect(try await maxFrameBytes() == 4096)
 
         try await RawConnection.with(cluster.socketPath) { kept in
+            // Say hello first, so the connection is surely established before the reload.
+            try await kept.send(#"{"jsonrpc":"2.0","id":0,"method":"hello","params":{"client":"kept","protocol":1}}"#)
+            #expect(try await kept.next().contains(#""maxFrameBytes":4096"#))
             try "log-level = debug\nmax-frame-bytes = 8192\n".write(toFile: configPath, atomically: true, encoding: .utf8)
             cluster.signalDaemon(SIGHUP)
             let reload = try await datagrams(cluster) { $0.hasPrefix("READY=1") }
@@ -201,4 +205,37 @@ final class ClusterBox<Value: Sendable>: Sendable {
     private let value = Mutex<Value?>(nil)
     func set(_ new: Value) { value.withLock { $0 = new } }
     func get() -> Value? { value.withLock { $0 } }
+}
+
+/// SIGTERM while writes are pipelined: every write the daemon performed is answered before
+/// `connection.closing`, and no write is performed without an answer.
+@Suite(.serialized) struct ShutdownTests {
+    @Test func sigtermWithWritesInFlightLosesNone() async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        let answered = try await RawConnection.with(cluster.socketPath) { raw -> Int in
+            var batch = ""
+            for n in 1...300 {
+                batch +=
+                    #"{"jsonrpc":"2.0","id":\#(n),"method":"object.update","params":{"collection":"notes","id":"burst","data":{"n":\#(n)}}}"# + "\n"
+            }
+            try await raw.sendBytes(ByteBuffer(string: batch))
+            _ = try await raw.next()  // the first answer: writes are under way
+            cluster.signalDaemon(SIGTERM)
+            var answered = 1
+            while true {
+                let line = try await raw.next()
+                if line.contains(#""method":"connection.closing""#) { break }
+                #expect(line.contains(#""result":{"snapshot""#), "every answer before closing is a success: \(line)")
+                answered += 1
+            }
+            return answered
+        }
+        #expect(cluster.stopDaemon() == 0)
+        // The cloud holds exactly the writes that were answered: none lost, none performed unanswered.
+        let stored = try await cluster.get("notes", "burst")
+        #expect(stored.version == Int64(answered))
+        #expect(stored.data == ["n": .number(Double(answered))])
+    }
 }

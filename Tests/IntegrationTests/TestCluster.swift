@@ -81,8 +81,15 @@ final class TestCluster: Sendable {
         [
             "--socket", socketPath, "--state-dir", directory + "/state", "--cloud-url", cloudURL,
             "--username", Self.username, "--password-file", directory + "/password", "--log-level", "debug",
+            // Tests read daemon.log; a journald started by another test must not take the lines away.
+            "--log-target", logTarget,
         ]
     }
+
+    /// Where the daemon logs: `stderr` (into daemon.log) unless a test wants the journal.
+    var logTarget: String { logTargetBox.withLock { $0 } }
+    func setLogTarget(_ target: String) { logTargetBox.withLock { $0 = target } }
+    private let logTargetBox = Mutex("stderr")
 
     /// Starts `livegated` and waits for its `READY=1`. Returns every notify datagram up to and including it.
     /// - Parameters:
@@ -93,10 +100,11 @@ final class TestCluster: Sendable {
         extraArguments: [String] = [],
         environment extra: [String: String] = [:],
         launcher: [String] = [],
+        executable: String = TestCluster.binDirectory + "/livegated",
         beforeReady: @Sendable () async throws -> Void = {}
     ) async throws -> [String] {
         let process = Process()
-        let daemonCommand = [Self.binDirectory + "/livegated"] + daemonArguments + extraArguments
+        let daemonCommand = [executable] + daemonArguments + extraArguments
         let command = launcher + daemonCommand
         process.executableURL = URL(fileURLWithPath: command[0])
         process.arguments = Array(command.dropFirst())
@@ -188,6 +196,12 @@ final class TestCluster: Sendable {
         let token = try await login()
         let body = try JSONEncoder().encode(PutObjectRequest(data: data))
         return try await http(.PUT, CloudPath.object(EntityKey(collection: collection, id: id)), body: body, token: token)
+    }
+
+    /// Reads an object through the cloud's REST API.
+    func get(_ collection: String, _ id: String) async throws -> Entity {
+        let token = try await login()
+        return try await http(.GET, CloudPath.object(EntityKey(collection: collection, id: id)), token: token)
     }
 
     func stats() async throws -> CloudStats {

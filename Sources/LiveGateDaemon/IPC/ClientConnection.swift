@@ -19,6 +19,14 @@ final class ClientConnection: Sendable {
     /// The frame limit this connection started with.
     let maxFrameBytes: Int
     private let tokens = Mutex(TokenTable())
+    private let requests = Mutex(RequestState())
+
+    /// Whether a request is being performed, and whether the daemon asked to close after it.
+    struct RequestState {
+        var inFlight = false
+        /// Set by ``shutdown(final:)`` while a request runs: the connection closes once it has answered.
+        var closeAfterCurrent: ByteBuffer??
+    }
 
     struct TokenTable {
         var next: Int64 = 0
@@ -61,7 +69,9 @@ final class ClientConnection: Sendable {
                         channel.channel.close(promise: nil)
                     }
                     for try await frame in inbound {
+                        guard self.beginRequest() else { break }
                         await self.handle(frame)
+                        if self.endRequest() { break }
                     }
                     self.outbox.close()
                     try await group.next()
@@ -81,9 +91,39 @@ final class ClientConnection: Sendable {
         logger.info("client disconnected")
     }
 
-    /// Asks the connection to end: `final` is written last, then the connection closes.
+    /// Asks the connection to end: no new request is read; one being performed finishes and is answered;
+    /// then `final` is written and the connection closes. So every write a client sent is either performed
+    /// and answered, or not performed at all.
     func shutdown(final: ByteBuffer?) {
+        let closeNow = requests.withLock { state -> Bool in
+            if state.inFlight {
+                state.closeAfterCurrent = .some(final)
+                return false
+            }
+            state.closeAfterCurrent = .some(final)
+            return true
+        }
+        if closeNow { outbox.close(final: final) }
+    }
+
+    /// Marks a request as started; `false` when the connection is closing and must read no more.
+    private func beginRequest() -> Bool {
+        requests.withLock { state in
+            guard state.closeAfterCurrent == nil else { return false }
+            state.inFlight = true
+            return true
+        }
+    }
+
+    /// Marks the request as answered; closes the connection and returns `true` when shutdown was asked meanwhile.
+    private func endRequest() -> Bool {
+        let final = requests.withLock { state -> ByteBuffer?? in
+            state.inFlight = false
+            return state.closeAfterCurrent
+        }
+        guard let final else { return false }
         outbox.close(final: final)
+        return true
     }
 
     // MARK: Tokens

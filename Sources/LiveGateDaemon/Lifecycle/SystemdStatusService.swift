@@ -38,7 +38,7 @@ struct SystemdStatusService: Service {
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             // Nothing is said before the IPC server's READY=1, so that it is always the first message.
             guard context.connections.isServing else {
-                try? await Task.sleep(for: .milliseconds(20))
+                await cancelWhenGracefulShutdown { try? await Task.sleep(for: .milliseconds(20)) }
                 continue
             }
             if let watchdogInterval, ContinuousClock.now >= nextPing {
@@ -58,7 +58,8 @@ struct SystemdStatusService: Service {
                 context.notifier.notify("STATUS=\(status)")
                 lastStatus = status
             }
-            try? await Task.sleep(for: tick)
+            // Ends at once on graceful shutdown, so stopping is not held up by this loop.
+            await cancelWhenGracefulShutdown { try? await Task.sleep(for: tick) }
         }
     }
 
