@@ -166,6 +166,19 @@ import Testing
         #expect(typoResult.output.contains("typo.conf:1: unknown setting log_level"))
     }
 
+    @Test func theCloudPasswordComesFromTheCredentialsDirectory() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false)
+        defer { cluster.stop() }
+        let credentials = cluster.directory + "/credentials"
+        try FileManager.default.createDirectory(atPath: credentials, withIntermediateDirectories: true)
+        try "\(TestCluster.password)\n".write(toFile: credentials + "/cloud-password", atomically: true, encoding: .utf8)
+        try await cluster.startDaemon(environment: ["CREDENTIALS_DIRECTORY": credentials])
+        #expect(!cluster.daemonLog.contains("--password-file"))
+        try await eventually("the cloud session, with the password from $CREDENTIALS_DIRECTORY") {
+            try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "t") { $0.hello.session } == "established"
+        }
+    }
+
     @Test func theCloudPasswordAppearsInNoOutput() async throws {
         let cluster = try await TestCluster.start()
         var everything: [String] = []

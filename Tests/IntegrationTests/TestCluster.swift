@@ -80,7 +80,7 @@ final class TestCluster: Sendable {
     var daemonArguments: [String] {
         [
             "--socket", socketPath, "--state-dir", directory + "/state", "--cloud-url", cloudURL,
-            "--username", Self.username, "--password-file", directory + "/password", "--log-level", "debug",
+            "--username", Self.username, "--log-level", "debug",
             // Tests read daemon.log; a journald started by another test must not take the lines away.
             "--log-target", logTarget,
         ]
@@ -104,7 +104,9 @@ final class TestCluster: Sendable {
         beforeReady: @Sendable () async throws -> Void = {}
     ) async throws -> [String] {
         let process = Process()
-        let daemonCommand = [executable] + daemonArguments + extraArguments
+        // The password comes from a file unless the test provides a credentials directory, as systemd would.
+        let passwordArguments = extra["CREDENTIALS_DIRECTORY"] == nil ? ["--password-file", directory + "/password"] : []
+        let daemonCommand = [executable] + daemonArguments + passwordArguments + extraArguments
         let command = launcher + daemonCommand
         process.executableURL = URL(fileURLWithPath: command[0])
         process.arguments = Array(command.dropFirst())
