@@ -164,10 +164,24 @@ public final class LiveGateConnection: Sendable {
         sink?.finish()
     }
 
-    /// Replaces an object's data (creating it if needed), optionally only at version `ifVersion`.
-    public func update(collection: String, id: String, data: JSONValue, ifVersion: Int64? = nil) async throws -> ObjectSnapshot {
-        let params = ObjectWriteParams(collection: collection, id: id, data: data, ifVersion: ifVersion)
+    /// Replaces an object's data (creating it if needed), or with `merge` merges a JSON merge patch into it;
+    /// optionally only at version `ifVersion`.
+    public func update(
+        collection: String,
+        id: String,
+        data: JSONValue,
+        ifVersion: Int64? = nil,
+        merge: Bool = false
+    ) async throws -> ObjectSnapshot {
+        let params = ObjectWriteParams(collection: collection, id: id, data: data, ifVersion: ifVersion, merge: merge ? true : nil)
         return try await request(Method.objectUpdate, params, as: ObjectWriteResult.self).snapshot
+    }
+
+    /// Deletes an object; returns the version of the deletion.
+    @discardableResult
+    public func delete(collection: String, id: String, ifVersion: Int64? = nil) async throws -> Int64 {
+        let params = ObjectDeleteParams(collection: collection, id: id, ifVersion: ifVersion)
+        return try await request(Method.objectDelete, params, as: ObjectDeleteResult.self).version
     }
 
     /// Creates an object; fails with `versionConflict` when it exists.

@@ -11,6 +11,7 @@ public enum Method {
     public static let objectObserve = "object.observe"
     public static let objectCreate = "object.create"
     public static let objectUpdate = "object.update"
+    public static let objectDelete = "object.delete"
     public static let tokenInvalidate = "token.invalidate"
 }
 
@@ -115,16 +116,45 @@ public struct InvalidateResult: Codable, Sendable {
 public struct ObjectWriteParams: Codable, Sendable {
     public var collection: String
     public var id: String
-    /// The object's new data: a JSON object.
+    /// The object's new data: a JSON object (with `merge`, a JSON merge patch).
     public var data: JSONValue
     /// `object.update` only: succeed only if the stored version is exactly this.
     public var ifVersion: Int64?
+    /// `object.update` only: merge `data` into the stored data (RFC 7386) instead of replacing it.
+    public var merge: Bool?
 
-    public init(collection: String, id: String, data: JSONValue, ifVersion: Int64? = nil) {
+    public init(collection: String, id: String, data: JSONValue, ifVersion: Int64? = nil, merge: Bool? = nil) {
         self.collection = collection
         self.id = id
         self.data = data
         self.ifVersion = ifVersion
+        self.merge = merge
+    }
+}
+
+// MARK: object.delete
+
+public struct ObjectDeleteParams: Codable, Sendable {
+    public var collection: String
+    public var id: String
+    /// Succeed only if the stored version is exactly this.
+    public var ifVersion: Int64?
+
+    public init(collection: String, id: String, ifVersion: Int64? = nil) {
+        self.collection = collection
+        self.id = id
+        self.ifVersion = ifVersion
+    }
+}
+
+public struct ObjectDeleteResult: Codable, Sendable {
+    public var deleted: Bool
+    /// The version of the deletion (the tombstone's): one more than the last version of the data.
+    public var version: Int64
+
+    public init(deleted: Bool, version: Int64) {
+        self.deleted = deleted
+        self.version = version
     }
 }
 

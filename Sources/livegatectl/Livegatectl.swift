@@ -18,7 +18,7 @@ struct Livegatectl: AsyncParsableCommand {
             Exit codes: 0 success; 1 the daemon answered with an error; 2 usage error; \
             3 the daemon could not be reached or closed the connection.
             """,
-        subcommands: [Status.self, Watch.self, Put.self]
+        subcommands: [Status.self, Watch.self, Put.self, Delete.self]
     )
 }
 
@@ -119,6 +119,8 @@ struct Put: AsyncParsableCommand {
     @Argument(help: "The object's id.") var id: String
     @Argument(help: "The new data: a JSON object.") var data: String
     @Option(help: "Write only if the stored version is exactly this (0: only if it does not exist).") var ifVersion: Int64?
+    @Flag(help: "Merge the data into the stored data (JSON merge patch: null removes a member) instead of replacing it.")
+    var merge = false
     @Flag(help: "Print the stored snapshot as JSON.") var json = false
 
     func validate() throws {
@@ -130,8 +132,23 @@ struct Put: AsyncParsableCommand {
     func run() async throws {
         let value = try JSONDecoder().decode(JSONValue.self, from: Data(data.utf8))
         try await withDaemon(connection) { daemon in
-            let snapshot = try await daemon.update(collection: collection, id: id, data: value, ifVersion: ifVersion)
+            let snapshot = try await daemon.update(collection: collection, id: id, data: value, ifVersion: ifVersion, merge: merge)
             print(json ? jsonText(snapshot) : "\(snapshot.collection)/\(snapshot.id) is now at version \(snapshot.version)")
+        }
+    }
+}
+
+struct Delete: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Delete an object through the daemon; its observers see it go.")
+    @OptionGroup var connection: ConnectionOptions
+    @Argument(help: "The object's collection.") var collection: String
+    @Argument(help: "The object's id.") var id: String
+    @Option(help: "Delete only if the stored version is exactly this.") var ifVersion: Int64?
+
+    func run() async throws {
+        try await withDaemon(connection) { daemon in
+            let version = try await daemon.delete(collection: collection, id: id, ifVersion: ifVersion)
+            print("\(collection)/\(id) deleted (version \(version))")
         }
     }
 }

@@ -200,6 +200,13 @@ final class TestCluster: Sendable {
         return try await http(.PUT, CloudPath.object(EntityKey(collection: collection, id: id)), body: body, token: token)
     }
 
+    /// Deletes an object through the cloud's REST API.
+    @discardableResult
+    func delete(_ collection: String, _ id: String) async throws -> Entity {
+        let token = try await login()
+        return try await http(.DELETE, CloudPath.object(EntityKey(collection: collection, id: id)), token: token)
+    }
+
     /// Reads an object through the cloud's REST API.
     func get(_ collection: String, _ id: String) async throws -> Entity {
         let token = try await login()

@@ -41,6 +41,10 @@ import Testing
                     try #require(parts.count == 3, "\(where_): cloud put COLLECTION ID JSON")
                     let data = try JSONDecoder().decode(JSONValue.self, from: Data(parts[2].utf8))
                     try await cluster.put(parts[0], parts[1], data)
+                } else if line.hasPrefix("cloud delete ") {
+                    let parts = line.dropFirst("cloud delete ".count).split(separator: " ").map(String.init)
+                    try #require(parts.count == 2, "\(where_): cloud delete COLLECTION ID")
+                    try await cluster.delete(parts[0], parts[1])
                 } else if line.hasPrefix("> ") {
                     try await raw.send(String(line.dropFirst(2)))
                 } else if line.hasPrefix("< ") {

@@ -171,3 +171,51 @@ func change(
         #expect(!FileManager.default.fileExists(atPath: cluster.socketPath), "the daemon removes the socket it bound")
     }
 }
+
+@Suite(.serialized) struct DeletionTests {
+    @Test func deletionThroughTheDaemonIsNotifiedAndVersionsGoOn() async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        try await cluster.put("notes", "gone", ["text": "here", "n": 1])
+        try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "deleter") { daemon in
+            let changes = Queue(try await daemon.observeObject(collection: "notes", id: "gone").changes)
+            _ = try await change(changes, "fresh v1") { $0.dataStatus == .fresh }
+
+            let merged = try await daemon.update(collection: "notes", id: "gone", data: ["n": nil, "x": true], merge: true)
+            #expect(merged.version == 2)
+            #expect(merged.data == ["text": "here", "x": true])
+
+            do {
+                try await daemon.delete(collection: "notes", id: "gone", ifVersion: 1)
+                Issue.record("a stale ifVersion must not delete")
+            } catch let error as LiveGateError {
+                #expect(error.code == .versionConflict)
+                #expect(error.data?["currentVersion"] == .number(2))
+            }
+            #expect(try await daemon.delete(collection: "notes", id: "gone", ifVersion: 2) == 3)
+            let gone = try await change(changes, "the deletion") { $0.dataStatus == .notExist }
+            #expect(gone.snapshot == nil)
+            #expect(gone.loadingStatus == .loaded)
+
+            do {
+                try await daemon.delete(collection: "notes", id: "gone")
+                Issue.record("deleting a deleted object must fail")
+            } catch let error as LiveGateError {
+                #expect(error.code == .notFound)
+            }
+            do {
+                _ = try await daemon.update(collection: "notes", id: "gone", data: ["n": 2], merge: true)
+                Issue.record("merging into a deleted object must fail")
+            } catch let error as LiveGateError {
+                #expect(error.code == .notFound)
+            }
+            let again = try await daemon.create(collection: "notes", id: "gone", data: ["text": "again"])
+            #expect(again.version == 4, "versions go on after a deletion")
+            _ = try await change(changes, "v4") { $0.snapshot?.version == 4 }
+        }
+        // A new observer of the deleted-then-created object starts from the cache, which kept the tombstone's
+        // successor; and the cloud agrees.
+        #expect(try await cluster.get("notes", "gone").version == 4)
+    }
+}

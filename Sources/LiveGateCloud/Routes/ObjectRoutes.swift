@@ -37,21 +37,47 @@ struct ObjectRoutes: Sendable {
             let key = try Self.key(context)
             let body = try await JSONResponse.decode(PutObjectRequest.self, from: request, limit: maxBodyBytes)
             guard body.data.isObject else { throw CloudHTTPError.badRequest("\"data\" must be a JSON object") }
-            switch try await store.put(key, data: body.data, ifVersion: body.ifVersion) {
-            case .created(let entity): return try JSONResponse.make(.created, entity)
-            case .replaced(let entity): return try JSONResponse.make(.ok, entity)
-            case .conflict(let currentVersion):
-                throw CloudHTTPError(
-                    .conflict,
-                    .versionConflict,
-                    "\(key) is at version \(currentVersion), not \(body.ifVersion ?? 0)",
-                    currentVersion: currentVersion
-                )
+            return try Self.respond(try await store.write(key, .replace(body.data), ifVersion: body.ifVersion), key, body.ifVersion)
+        }
+
+        router.patch("/v1/collections/:collection/objects/:id") { request, context -> Response in
+            _ = try auth.user(for: request)
+            let key = try Self.key(context)
+            let body = try await JSONResponse.decode(PutObjectRequest.self, from: request, limit: maxBodyBytes)
+            guard body.data.isObject else { throw CloudHTTPError.badRequest("\"data\" must be a JSON merge patch object") }
+            return try Self.respond(try await store.write(key, .merge(body.data), ifVersion: body.ifVersion), key, body.ifVersion)
+        }
+
+        router.delete("/v1/collections/:collection/objects/:id") { request, context -> Response in
+            _ = try auth.user(for: request)
+            let key = try Self.key(context)
+            var ifVersion: Int64?
+            if let text = request.uri.queryParameters["ifVersion"] {
+                guard let version = Int64(text), version >= 0 else {
+                    throw CloudHTTPError.badRequest("ifVersion must be a whole number, not \(text)")
+                }
+                ifVersion = version
             }
+            return try Self.respond(try await store.write(key, .delete, ifVersion: ifVersion), key, ifVersion)
         }
 
         router.get(RouterPath(CloudPath.stats)) { _, _ -> Response in
             try JSONResponse.make(.ok, hub.stats())
+        }
+    }
+
+    private static func respond(_ outcome: EntityStore.WriteOutcome, _ key: EntityKey, _ ifVersion: Int64?) throws -> Response {
+        switch outcome {
+        case .created(let entity): return try JSONResponse.make(.created, entity)
+        case .updated(let entity), .deleted(let entity): return try JSONResponse.make(.ok, entity)
+        case .notFound: throw CloudHTTPError(.notFound, .notFound, "no object \(key)")
+        case .conflict(let currentVersion):
+            throw CloudHTTPError(
+                .conflict,
+                .versionConflict,
+                "\(key) is at version \(currentVersion), not \(ifVersion ?? 0)",
+                currentVersion: currentVersion
+            )
         }
     }
 

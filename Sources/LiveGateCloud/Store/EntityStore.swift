@@ -56,44 +56,73 @@ final class EntityStore: Sendable {
         }
     }
 
-    enum PutOutcome: Sendable {
+    /// What a write does to an object.
+    enum Change: Sendable {
+        /// Create or replace the data.
+        case replace(JSONValue)
+        /// Merge a JSON merge patch (RFC 7386) into the existing data.
+        case merge(JSONValue)
+        /// Delete: the entity becomes a tombstone (no data, `deleted: true`) with the next version.
+        case delete
+    }
+
+    enum WriteOutcome: Sendable {
         case created(Entity)
-        case replaced(Entity)
+        case updated(Entity)
+        case deleted(Entity)
+        /// `merge` or `delete` of an object that does not exist (or is already deleted).
+        case notFound
         case conflict(currentVersion: Int64)
     }
 
-    /// Creates or replaces the object's data; with `ifVersion`, only if the stored version matches
-    /// (0 meaning "does not exist").
-    func put(_ key: EntityKey, data: JSONValue, ifVersion: Int64?) async throws -> PutOutcome {
-        let dataText = try Self.encode(data)
+    /// Writes one object; with `ifVersion`, only if the stored version is exactly that (0: "does not
+    /// exist"). Versions grow by one with every write, deletions and re-creations included.
+    func write(_ key: EntityKey, _ change: Change, ifVersion: Int64?) async throws -> WriteOutcome {
         let now = Self.timestamp()
-        return try await pool.write { [onCommit] db -> PutOutcome in
+        return try await pool.write { [onCommit] db -> WriteOutcome in
             let current = try Row.fetchOne(
                 db,
                 sql: "SELECT * FROM entity WHERE collection = ? AND id = ?",
                 arguments: [key.collection, key.id]
             ).map(Self.entity(from:))
-            let currentVersion = current.map { $0.deleted ? $0.version : $0.version } ?? 0
-            let exists = current.map { !$0.deleted } ?? false
-            if let ifVersion, ifVersion != (exists ? currentVersion : 0) {
-                return .conflict(currentVersion: exists ? currentVersion : 0)
+            let currentVersion = current?.version ?? 0
+            let existing = current.flatMap { $0.deleted ? nil : $0 }
+            if let ifVersion, ifVersion != (existing?.version ?? 0) {
+                return .conflict(currentVersion: existing?.version ?? 0)
             }
+            let data: JSONValue
+            switch change {
+            case .replace(let replacement):
+                data = replacement
+            case .merge(let patch):
+                guard let existing else { return .notFound }
+                data = existing.data.merging(patch: patch)
+            case .delete:
+                guard existing != nil else { return .notFound }
+                data = .object([:])
+            }
+            let deleted: Bool
+            if case .delete = change { deleted = true } else { deleted = false }
             let entity = Entity(
                 collection: key.collection,
                 id: key.id,
                 version: currentVersion + 1,
                 data: data,
-                createdAt: exists ? current!.createdAt : now,
-                updatedAt: now
+                createdAt: existing?.createdAt ?? now,
+                updatedAt: now,
+                deleted: deleted
             )
             try db.execute(
                 sql: """
                     INSERT INTO entity (collection, id, version, data, createdAt, updatedAt, deleted)
-                    VALUES (?, ?, ?, ?, ?, ?, 0)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (collection, id) DO UPDATE SET version = excluded.version, data = excluded.data,
-                        createdAt = excluded.createdAt, updatedAt = excluded.updatedAt, deleted = 0
+                        createdAt = excluded.createdAt, updatedAt = excluded.updatedAt, deleted = excluded.deleted
                     """,
-                arguments: [key.collection, key.id, entity.version, dataText, entity.createdAt, entity.updatedAt]
+                arguments: [
+                    key.collection, key.id, entity.version, try Self.encode(entity.data), entity.createdAt, entity.updatedAt,
+                    entity.deleted,
+                ]
             )
             try db.execute(
                 sql: "INSERT INTO event (collection, id, version, entity) VALUES (?, ?, ?, ?)",
@@ -101,7 +130,8 @@ final class EntityStore: Sendable {
             )
             let seq = db.lastInsertedRowID
             db.afterNextTransaction(onCommit: { _ in onCommit(seq, entity) })
-            return exists ? .replaced(entity) : .created(entity)
+            if deleted { return .deleted(entity) }
+            return existing == nil ? .created(entity) : .updated(entity)
         }
     }
 

@@ -20,7 +20,9 @@ struct RequestHandler {
         message: "not a JSON-RPC 2.0 request: send an object with \"jsonrpc\":\"2.0\", a \"method\", its \"params\" and an \"id\""
     )
 
-    static let methods = [Method.hello, Method.objectObserve, Method.tokenInvalidate, Method.objectCreate, Method.objectUpdate]
+    static let methods = [
+        Method.hello, Method.objectObserve, Method.tokenInvalidate, Method.objectCreate, Method.objectUpdate, Method.objectDelete,
+    ]
 
     func handle(_ frame: ByteBuffer) async {
         let envelope: RPCRequestEnvelope
@@ -53,6 +55,7 @@ struct RequestHandler {
             case Method.tokenInvalidate: try invalidate(id, envelope.params)
             case Method.objectCreate: try await write(id, envelope.params, create: true)
             case Method.objectUpdate: try await write(id, envelope.params, create: false)
+            case Method.objectDelete: try await delete(id, envelope.params)
             case "debug.wedgeEventLoop" where context.configuration.testHooks: try wedge(id, envelope.params)
             default:
                 throw RPCError(
@@ -131,10 +134,13 @@ struct RequestHandler {
         guard request.data.isObject else {
             throw RPCError(code: .invalidParams, message: "params.data must be a JSON object")
         }
+        if create && request.merge == true {
+            throw RPCError(code: .invalidParams, message: "params.merge applies to object.update only")
+        }
         let entity = try await context.engine.write(
             collection: key.collection,
             id: key.id,
-            data: request.data,
+            request.merge == true ? .merge(request.data) : .replace(request.data),
             ifVersion: create ? 0 : request.ifVersion
         )
         let snapshot = ObjectSnapshot(
@@ -145,6 +151,13 @@ struct RequestHandler {
             updatedAt: entity.updatedAt
         )
         connection.respond(result: ObjectWriteResult(snapshot: snapshot), id: id)
+    }
+
+    private func delete(_ id: RequestID, _ params: JSONValue?) async throws {
+        let request = try Self.decode(ObjectDeleteParams.self, params, method: Method.objectDelete)
+        let key = try Self.key(request.collection, request.id)
+        let tombstone = try await context.engine.write(collection: key.collection, id: key.id, .delete, ifVersion: request.ifVersion)
+        connection.respond(result: ObjectDeleteResult(deleted: true, version: tombstone.version), id: id)
     }
 
     /// Test hook: blocks every event loop but this connection's for `milliseconds`, so that tests can see

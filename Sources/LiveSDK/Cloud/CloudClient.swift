@@ -40,6 +40,21 @@ struct CloudClient: Sendable {
         return try Self.decode(Entity.self, from: body, what: "write of \(key)")
     }
 
+    /// Merges a JSON merge patch into the object's data.
+    func patch(_ key: EntityKey, _ request: PutObjectRequest, token: String) async throws(LiveError) -> Entity {
+        let (status, body) = try await send(method: .PATCH, path: CloudPath.object(key), token: token, body: request)
+        guard status == .ok else { throw Self.error(status: status, body: body, what: "update of \(key)") }
+        return try Self.decode(Entity.self, from: body, what: "update of \(key)")
+    }
+
+    /// Deletes the object; returns its tombstone (`deleted: true`, the next version).
+    func delete(_ key: EntityKey, ifVersion: Int64?, token: String) async throws(LiveError) -> Entity {
+        let path = CloudPath.object(key) + (ifVersion.map { "?ifVersion=\($0)" } ?? "")
+        let (status, body) = try await send(method: .DELETE, path: path, token: token, body: Optional<Int>.none)
+        guard status == .ok else { throw Self.error(status: status, body: body, what: "deletion of \(key)") }
+        return try Self.decode(Entity.self, from: body, what: "deletion of \(key)")
+    }
+
     private func send(
         method: HTTPMethod,
         path: String,

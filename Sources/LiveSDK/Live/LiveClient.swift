@@ -213,10 +213,30 @@ public actor LiveClient {
 
     // MARK: Writing
 
+    /// How a write changes an object.
+    public enum Write: Sendable {
+        /// Create or replace the data (a JSON object).
+        case replace(JSONValue)
+        /// Merge a JSON merge patch (RFC 7386): members replace, `null` members are removed.
+        case merge(JSONValue)
+        /// Delete the object; observers see `notExist`.
+        case delete
+    }
+
     /// Writes `data` as the object's new content (creating it if needed) and returns the stored entity.
     /// Observers of the object see the new version before this returns.
     /// - Parameter ifVersion: succeed only if the stored version is exactly this (0: must not exist yet).
     public func write(collection: String, id: String, data: JSONValue, ifVersion: Int64? = nil) async throws(LiveError)
+        -> Entity
+    {
+        try await write(collection: collection, id: id, .replace(data), ifVersion: ifVersion)
+    }
+
+    /// Performs `change` on the object through the cloud and returns the stored entity (for a deletion, its
+    /// tombstone: `deleted: true` with the next version). The cache and the object's observers have the
+    /// result before this returns.
+    /// - Parameter ifVersion: succeed only if the stored version is exactly this (0: must not exist yet).
+    public func write(collection: String, id: String, _ change: Write, ifVersion: Int64? = nil) async throws(LiveError)
         -> Entity
     {
         let key = EntityKey(collection: collection, id: id)
@@ -226,15 +246,19 @@ public actor LiveClient {
                 message: "collection and id must be 1-128 characters of A-Z a-z 0-9 _ - . (got \"\(collection)\", \"\(id)\")"
             )
         }
-        guard data.isObject else { throw LiveError(code: .invalidArgument, message: "an object's data must be a JSON object") }
-        let request = PutObjectRequest(data: data, ifVersion: ifVersion)
+        switch change {
+        case .replace(let data), .merge(let data):
+            guard data.isObject else { throw LiveError(code: .invalidArgument, message: "an object's data must be a JSON object") }
+        case .delete:
+            break
+        }
         let token = try await session.accessToken()
         let entity: Entity
         do {
-            entity = try await cloud.put(key, request, token: token)
+            entity = try await send(change, key, ifVersion: ifVersion, token: token)
         } catch  where error.code == .unauthenticated {
             await session.tokenRejected(token)
-            entity = try await cloud.put(key, request, token: try await session.accessToken())
+            entity = try await send(change, key, ifVersion: ifVersion, token: try await session.accessToken())
         }
         do {
             try await cache.store(entity)
@@ -243,6 +267,14 @@ public actor LiveClient {
         }
         observations[key]?.apply { $0.remoteChanged(entity) }
         return entity
+    }
+
+    private func send(_ change: Write, _ key: EntityKey, ifVersion: Int64?, token: String) async throws(LiveError) -> Entity {
+        switch change {
+        case .replace(let data): try await cloud.put(key, PutObjectRequest(data: data, ifVersion: ifVersion), token: token)
+        case .merge(let patch): try await cloud.patch(key, PutObjectRequest(data: patch, ifVersion: ifVersion), token: token)
+        case .delete: try await cloud.delete(key, ifVersion: ifVersion, token: token)
+        }
     }
 }
 
