@@ -83,6 +83,8 @@ public struct CloudErrorCode: RawRepresentable, Codable, Sendable, Hashable, Cus
     public static let versionConflict = Self(rawValue: "version_conflict")
     /// The body is over the size limit.
     public static let payloadTooLarge = Self(rawValue: "payload_too_large")
+    /// The server cannot serve now (fault injection, shutting down); retry later.
+    public static let unavailable = Self(rawValue: "unavailable")
     /// Anything the server could not handle; details are in the server's log only.
     public static let internalError = Self(rawValue: "internal_error")
 }

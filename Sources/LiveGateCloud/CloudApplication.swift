@@ -22,8 +22,14 @@ public func buildCloudApplication(
     let store = try EntityStore(path: configuration.databasePath) { seq, entity in hub.publish(seq: seq, entity: entity) }
     let auth = AuthService(users: configuration.users, tokenLifetime: configuration.tokenLifetime)
     let router = Router(context: BasicWebSocketRequestContext.self)
+    let faults = configuration.faultInjection ? FaultInjector() : nil
+    if let faults {
+        router.middlewares.add(FaultMiddleware(faults: faults))
+        FaultRoutes(faults: faults, hub: hub, auth: auth).register(on: router)
+        logger.warning("fault injection is on: /v1/admin/faults can fail this server on purpose")
+    }
     ObjectRoutes(auth: auth, store: store, hub: hub, maxBodyBytes: configuration.maxBodyBytes).register(on: router)
-    RealtimeRoute(auth: auth, hub: hub).register(on: router)
+    RealtimeRoute(auth: auth, hub: hub, faults: faults).register(on: router)
     return Application(
         router: router,
         server: .http1WebSocketUpgrade(webSocketRouter: router),

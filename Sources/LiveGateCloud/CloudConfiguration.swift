@@ -21,6 +21,8 @@ public struct CloudConfiguration: Sendable {
     public var tokenLifetime: Duration
     /// The largest request body accepted, in bytes.
     public var maxBodyBytes: Int
+    /// Serves `/v1/admin/faults`, with which tests provoke outages. Never in production.
+    public var faultInjection: Bool
 
     public init(
         host: String = "127.0.0.1",
@@ -28,7 +30,8 @@ public struct CloudConfiguration: Sendable {
         databasePath: String,
         users: [User],
         tokenLifetime: Duration = .seconds(3600),
-        maxBodyBytes: Int = 1 << 20
+        maxBodyBytes: Int = 1 << 20,
+        faultInjection: Bool = false
     ) {
         self.host = host
         self.port = port
@@ -36,5 +39,6 @@ public struct CloudConfiguration: Sendable {
         self.users = users
         self.tokenLifetime = tokenLifetime
         self.maxBodyBytes = maxBodyBytes
+        self.faultInjection = faultInjection
     }
 }

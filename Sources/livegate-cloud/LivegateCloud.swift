@@ -31,6 +31,9 @@ struct LivegateCloud: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel = "info"
 
+    @Flag(help: "Serve /v1/admin/faults, with which tests provoke outages. Never in production.")
+    var faultInjection = false
+
     func run() async throws {
         let users = try Self.readUsers(usersFile)
         var logger = Logger(label: "livegate-cloud")
@@ -40,7 +43,8 @@ struct LivegateCloud: AsyncParsableCommand {
             port: port,
             databasePath: database,
             users: users,
-            tokenLifetime: .seconds(tokenLifetime)
+            tokenLifetime: .seconds(tokenLifetime),
+            faultInjection: faultInjection
         )
         let app = try buildCloudApplication(configuration, logger: logger) { port in
             // One line on stdout, for scripts and tests that wait for the server.

@@ -57,7 +57,9 @@ final class TestCluster: Sendable {
 
         let cloud = Process()
         cloud.executableURL = URL(fileURLWithPath: binDirectory + "/livegate-cloud")
-        cloud.arguments = ["--port", "0", "--database", directory + "/cloud.sqlite", "--users-file", directory + "/users"]
+        cloud.arguments = [
+            "--port", "0", "--database", directory + "/cloud.sqlite", "--users-file", directory + "/users", "--fault-injection",
+        ]
         let stdout = Pipe()
         cloud.standardOutput = stdout
         FileManager.default.createFile(atPath: directory + "/cloud.log", contents: nil)
@@ -211,6 +213,15 @@ final class TestCluster: Sendable {
     func get(_ collection: String, _ id: String) async throws -> Entity {
         let token = try await login()
         return try await http(.GET, CloudPath.object(EntityKey(collection: collection, id: id)), token: token)
+    }
+
+    /// Switches faults on in the cloud (`POST /v1/admin/faults`), e.g. `{"dropConnections":true}`.
+    func fault(_ json: String) async throws {
+        var request = HTTPClientRequest(url: cloudURL + "/v1/admin/faults")
+        request.method = .POST
+        request.body = .bytes(ByteBuffer(string: json))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        guard response.status == .noContent else { throw ClusterError("fault \(json): HTTP \(response.status.code)") }
     }
 
     func stats() async throws -> CloudStats {

@@ -47,6 +47,14 @@ final class AuthService: Sendable {
         return grant.user
     }
 
+    /// Fault injection: every token issued so far expires now.
+    func expireAll() {
+        grants.withLock { grants in
+            let now = ContinuousClock.now
+            grants = grants.mapValues { Grant(user: $0.user, expiry: now) }
+        }
+    }
+
     private static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
         let x = Array(a.utf8)
         let y = Array(b.utf8)

@@ -31,7 +31,17 @@ final class RealtimeSubscriber: Sendable {
     }
 
     var wasCutOff: Bool { overflowed.withLock { $0 } }
+    /// Set when the server closes the connection on purpose (fault injection).
+    var wasDropped: Bool { dropped.withLock { $0 } }
+    private let dropped = Mutex(false)
+
     func finish() { sink.finish() }
+
+    /// Ends the stream so that the connection closes (fault injection).
+    func drop() {
+        dropped.withLock { $0 = true }
+        sink.finish()
+    }
 }
 
 /// Topic subscriptions and fan-out. Each event is encoded once and the same text is queued to every
@@ -103,6 +113,11 @@ final class RealtimeHub: Sendable {
                 if state.subscribers[id]?.send(text) == true { state.eventsSent += 1 }
             }
         }
+    }
+
+    /// Closes every realtime connection (fault injection).
+    func dropAll() {
+        for subscriber in state.withLock({ Array($0.subscribers.values) }) { subscriber.drop() }
     }
 
     func recordFetch(_ key: EntityKey) {

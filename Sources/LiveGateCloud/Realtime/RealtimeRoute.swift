@@ -11,12 +11,16 @@ import NIOWebSocket
 struct RealtimeRoute: Sendable {
     let auth: AuthService
     let hub: RealtimeHub
+    let faults: FaultInjector?
 
     func register(on router: Router<BasicWebSocketRequestContext>) {
         router.ws(
             RouterPath(CloudPath.realtime),
             shouldUpgrade: { request, _ in
                 _ = try auth.user(for: request)
+                if faults?.refusesConnections == true {
+                    throw CloudHTTPError(.serviceUnavailable, .unavailable, "fault injection: realtime connections are refused for now")
+                }
                 return .upgrade([:])
             },
             onUpgrade: { inbound, outbound, context in
@@ -28,6 +32,8 @@ struct RealtimeRoute: Sendable {
                         if subscriber.wasCutOff {
                             context.logger.warning("realtime subscriber cut off: too slow")
                             try await outbound.close(.policyViolation, reason: "too slow: event queue full")
+                        } else if subscriber.wasDropped {
+                            try await outbound.close(.goingAway, reason: "fault injection: connection dropped")
                         }
                     }
                     for try await message in inbound.messages(maxSize: 1 << 20) {

@@ -153,6 +153,9 @@ public actor LiveClient {
         await refresh(key)
     }
 
+    /// Fetches the object; on failure retries with backoff for as long as it is observed, so observers
+    /// converge once the cloud answers again. One fetch per object at a time; a refresh asked for while
+    /// one runs makes it fetch once more.
     private func refresh(_ key: EntityKey) async {
         guard let observation = observations[key] else { return }
         guard !fetching.contains(key) else {
@@ -161,18 +164,28 @@ public actor LiveClient {
         }
         fetching.insert(key)
         defer { fetching.remove(key) }
-        repeat {
+        var failures = 0
+        while observations[key] === observation {
             refetchWanted.remove(key)
             observation.apply { $0.fetchStarted() }
             do {
                 let entity = try await fetchWithSession(key)
                 if let entity { try await cache.store(entity) }
                 observation.apply { $0.fetchSucceeded(entity) }
+                failures = 0
+                if !refetchWanted.contains(key) { break }
             } catch {
-                logger.warning("fetch failed", metadata: ["key": "\(key)", "error": "\(error)"])
+                failures += 1
+                logger.warning("fetch failed", metadata: ["key": "\(key)", "error": "\(error)", "attempt": "\(failures)"])
                 observation.apply { $0.fetchFailed(error) }
+                // From about 400 ms up to 30 s; ends early when the engine stops (cancellation).
+                do {
+                    try await Task.sleep(for: Backoff.delay(attempt: failures + 2, jitter: Double.random(in: 0..<1)))
+                } catch {
+                    break
+                }
             }
-        } while refetchWanted.contains(key) && observations[key] === observation
+        }
         if observation.isUnobserved { commandSink.yield(.release(key)) }
     }
 

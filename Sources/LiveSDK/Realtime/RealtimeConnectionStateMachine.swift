@@ -88,12 +88,8 @@ public struct RealtimeConnectionStateMachine: Sendable {
         return Self.backoff(attempt: attempt, jitter: jitter)
     }
 
-    /// Exponential backoff: 100 ms × 2^(attempt−1), at most 30 s, spread by ±20 % so that many hosts
-    /// reconnecting after one cloud restart do not arrive together.
+    /// The reconnect delay after `attempt` failures (see ``Backoff``).
     public static func backoff(attempt: Int, jitter: Double) -> Duration {
-        let exponent = min(max(attempt - 1, 0), 20)
-        let base = min(0.1 * Double(1 << exponent), 30)
-        let spread = 0.8 + 0.4 * min(max(jitter, 0), 1)
-        return .milliseconds(Int64((base * spread * 1000).rounded()))
+        Backoff.delay(attempt: attempt, jitter: jitter)
     }
 }

@@ -1,0 +1,57 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Synchronization
+
+/// Faults a test can switch on through `/v1/admin/faults` (only when the server runs with
+/// `--fault-injection`): refuse realtime connections for a while, fail or delay REST calls.
+final class FaultInjector: Sendable {
+    private struct State {
+        var refuseConnectionsUntil: ContinuousClock.Instant?
+        var failNextRequests = 0
+        var requestDelay: Duration = .zero
+    }
+
+    private let state = Mutex(State())
+
+    /// Whether new realtime connections are refused now.
+    var refusesConnections: Bool {
+        state.withLock { state in state.refuseConnectionsUntil.map { ContinuousClock.now < $0 } ?? false }
+    }
+
+    /// What to do with one REST call: wait this long, then fail it (503) or serve it.
+    func nextRequest() -> (delay: Duration, fail: Bool) {
+        state.withLock { state in
+            let fail = state.failNextRequests > 0
+            if fail { state.failNextRequests -= 1 }
+            return (state.requestDelay, fail)
+        }
+    }
+
+    func apply(_ request: FaultRequest) {
+        state.withLock { state in
+            if let milliseconds = request.refuseConnectionsForMs {
+                state.refuseConnectionsUntil = .now + .milliseconds(milliseconds)
+            }
+            if let count = request.failRequests { state.failNextRequests = count }
+            if let milliseconds = request.delayRequestsMs { state.requestDelay = .milliseconds(milliseconds) }
+        }
+    }
+
+    func clear() {
+        state.withLock { $0 = State() }
+    }
+}
+
+/// `POST /v1/admin/faults` body; every member is optional and they combine.
+struct FaultRequest: Codable, Sendable {
+    /// Close every realtime WebSocket now (close code 1001).
+    var dropConnections: Bool?
+    /// Refuse new realtime connections (503 at the upgrade) for this long.
+    var refuseConnectionsForMs: Int?
+    /// Answer the next N REST calls (but admin and stats) with 503.
+    var failRequests: Int?
+    /// Delay every REST call (but admin and stats) by this long; 0 ends it.
+    var delayRequestsMs: Int?
+    /// Expire every access token now: their next use gets 401 `token_expired`.
+    var expireTokens: Bool?
+}

@@ -1,0 +1,93 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Foundation
+import LiveCloudAPI
+import LiveGateClient
+import LiveGateProtocol
+import LiveJSON
+import Testing
+
+/// Outages provoked through the cloud's fault-injection API: after each, observers converge to the
+/// cloud's state, and snapshot versions never go back.
+@Suite(.serialized) struct FaultTests {
+    /// Collects every change of an observation until one satisfies `predicate`.
+    func changes(
+        _ queue: Queue<ObjectChangedParams>,
+        until what: String,
+        _ predicate: @escaping @Sendable (ObjectChangedParams) -> Bool
+    ) async throws -> [ObjectChangedParams] {
+        try await withTimeout(.seconds(30), "waiting for \(what)") {
+            var seen: [ObjectChangedParams] = []
+            while let change = try await queue.next() {
+                seen.append(change)
+                if predicate(change) { return seen }
+            }
+            throw ClusterError("the observation ended while waiting for \(what)")
+        }
+    }
+
+    func versionsNeverGoBack(_ seen: [ObjectChangedParams]) -> Bool {
+        let versions = seen.compactMap { $0.snapshot?.version }
+        return zip(versions, versions.dropFirst()).allSatisfy { $0 <= $1 }
+    }
+
+    @Test func aDroppedRealtimeLinkReconnectsAndCatchesUp() async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        try await cluster.put("notes", "f1", ["v": 1])
+        try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "fault") { daemon in
+            let queue = Queue(try await daemon.observeObject(collection: "notes", id: "f1").changes)
+            var seen = try await changes(queue, until: "fresh v1") { $0.dataStatus == .fresh && $0.snapshot?.version == 1 }
+
+            // The link drops and cannot come back for a while; meanwhile another device writes twice.
+            try await cluster.fault(#"{"dropConnections":true,"refuseConnectionsForMs":1500}"#)
+            try await eventually("the link to drop") { try await cluster.stats().connections == 0 }
+            try await cluster.put("notes", "f1", ["v": 2])
+            try await cluster.put("notes", "f1", ["v": 3])
+
+            // Once the cloud accepts connections again, the daemon reconnects, refetches, and the observer converges.
+            seen += try await changes(queue, until: "v3 after the outage") { $0.snapshot?.version == 3 && $0.loadingStatus == .loaded }
+            #expect(seen.last?.snapshot?.data == ["v": 3])
+            #expect(versionsNeverGoBack(seen))
+            try await eventually("the daemon to be subscribed again") {
+                try await cluster.stats().subscriptions["object:notes/f1"] == 1
+            }
+            // And the realtime path works again.
+            try await cluster.put("notes", "f1", ["v": 4])
+            seen += try await changes(queue, until: "v4 live") { $0.snapshot?.version == 4 }
+            #expect(versionsNeverGoBack(seen))
+        }
+    }
+
+    @Test func failedFetchesAreRetriedUntilTheCloudAnswers() async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        try await cluster.put("notes", "f2", ["v": 1])
+        try await cluster.fault(#"{"failRequests":2}"#)
+        try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "fault") { daemon in
+            let queue = Queue(try await daemon.observeObject(collection: "notes", id: "f2").changes)
+            let seen = try await changes(queue, until: "fresh v1") { $0.dataStatus == .fresh }
+            let failure = try #require(seen.first { $0.loadingStatus == .error }, "the failure was told: \(seen)")
+            #expect(failure.dataStatus == .error, "nothing cached, nothing loaded")
+            #expect(failure.error?.code == .cloudUnavailable)
+            #expect(failure.error?.message.contains("fails on purpose") == true)
+            #expect(seen.last?.snapshot?.data == ["v": 1])
+            #expect(seen.last?.error == nil, "a success clears the error")
+        }
+        // The two refused calls never reached the store: the cloud counts the one fetch it served.
+        #expect(try await cluster.stats().fetches["notes/f2"] == 1)
+    }
+
+    @Test func expiredTokensAreRenewedWithoutTheClientsNoticing() async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        try await cluster.fault(#"{"expireTokens":true}"#)
+        try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "fault") { daemon in
+            let written = try await daemon.update(collection: "notes", id: "f3", data: ["v": 1])
+            #expect(written.version == 1)
+        }
+    }
+}
