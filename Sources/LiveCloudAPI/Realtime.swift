@@ -49,11 +49,16 @@ public struct RealtimeClientMessage: Codable, Sendable, Equatable {
     /// Chosen by the client; the server's `ack` or `error` carries it back.
     public var ref: Int64
     public var topic: Topic
+    /// `subscribe` only: the last event sequence number the client saw on this topic. The server sends
+    /// every later event of the topic, in order, before live ones; or, when its log no longer reaches back
+    /// that far, says so with `resync: true` in the ack.
+    public var since: Int64?
 
-    public init(op: Operation, ref: Int64, topic: Topic) {
+    public init(op: Operation, ref: Int64, topic: Topic, since: Int64? = nil) {
         self.op = op
         self.ref = ref
         self.topic = topic
+        self.since = since
     }
 }
 
@@ -78,6 +83,9 @@ public struct RealtimeServerMessage: Codable, Sendable, Equatable {
     public var topic: Topic?
     /// On `event`: the entity as stored after the write.
     public var entity: Entity?
+    /// On a `subscribe`'s `ack`: true when `since` was older than the event log keeps (or newer than any
+    /// event): continuity cannot be proven, so the client must fetch what the topic covers again.
+    public var resync: Bool?
 
     public init(
         op: Operation,
@@ -86,7 +94,8 @@ public struct RealtimeServerMessage: Codable, Sendable, Equatable {
         message: String? = nil,
         seq: Int64? = nil,
         topic: Topic? = nil,
-        entity: Entity? = nil
+        entity: Entity? = nil,
+        resync: Bool? = nil
     ) {
         self.op = op
         self.ref = ref
@@ -95,9 +104,13 @@ public struct RealtimeServerMessage: Codable, Sendable, Equatable {
         self.seq = seq
         self.topic = topic
         self.entity = entity
+        self.resync = resync
     }
 
-    public static func ack(ref: Int64) -> Self { Self(op: .ack, ref: ref) }
+    /// An acknowledgement; for a `subscribe`, `seq` is the last event sequence number at subscription time.
+    public static func ack(ref: Int64, seq: Int64? = nil, resync: Bool? = nil) -> Self {
+        Self(op: .ack, ref: ref, seq: seq, resync: resync)
+    }
     public static func error(ref: Int64?, code: CloudErrorCode, message: String) -> Self {
         Self(op: .error, ref: ref, code: code, message: message)
     }

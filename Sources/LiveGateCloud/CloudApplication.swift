@@ -5,6 +5,7 @@ import HummingbirdWebSocket
 import LiveCloudAPI
 import Logging
 import NIOCore
+import Synchronization
 
 /// Builds the reference cloud: REST + WebSocket realtime over one SQLite file.
 ///
@@ -18,8 +19,12 @@ public func buildCloudApplication(
     logger: Logger,
     onListening: @escaping @Sendable (Int) async -> Void = { _ in }
 ) throws -> some ApplicationProtocol {
-    let hub = RealtimeHub()
-    let store = try EntityStore(path: configuration.databasePath) { seq, entity in hub.publish(seq: seq, entity: entity) }
+    let hubBox = HubBox()
+    let store = try EntityStore(path: configuration.databasePath, eventRetention: configuration.eventRetention) { seq, entity in
+        hubBox.hub?.publish(seq: seq, entity: entity)
+    }
+    let hub = RealtimeHub(lastPublished: try store.lastSeq())
+    hubBox.hub = hub
     let auth = AuthService(users: configuration.users, tokenLifetime: configuration.tokenLifetime)
     let router = Router(context: BasicWebSocketRequestContext.self)
     let faults = configuration.faultInjection ? FaultInjector() : nil
@@ -29,7 +34,7 @@ public func buildCloudApplication(
         logger.warning("fault injection is on: /v1/admin/faults can fail this server on purpose")
     }
     ObjectRoutes(auth: auth, store: store, hub: hub, maxBodyBytes: configuration.maxBodyBytes).register(on: router)
-    RealtimeRoute(auth: auth, hub: hub, faults: faults).register(on: router)
+    RealtimeRoute(auth: auth, hub: hub, store: store, faults: faults).register(on: router)
     return Application(
         router: router,
         server: .http1WebSocketUpgrade(webSocketRouter: router),
@@ -37,4 +42,13 @@ public func buildCloudApplication(
         onServerRunning: { channel in await onListening(channel.localAddress?.port ?? configuration.port) },
         logger: logger
     )
+}
+
+/// The hub, set once it exists: the store needs a publisher before the hub can learn the store's last seq.
+private final class HubBox: Sendable {
+    private let value = Mutex<RealtimeHub?>(nil)
+    var hub: RealtimeHub? {
+        get { value.withLock { $0 } }
+        set { value.withLock { $0 = newValue } }
+    }
 }

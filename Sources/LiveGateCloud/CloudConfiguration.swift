@@ -23,6 +23,8 @@ public struct CloudConfiguration: Sendable {
     public var maxBodyBytes: Int
     /// Serves `/v1/admin/faults`, with which tests provoke outages. Never in production.
     public var faultInjection: Bool
+    /// How many events the realtime log keeps for resuming subscribers.
+    public var eventRetention: Int64
 
     public init(
         host: String = "127.0.0.1",
@@ -31,7 +33,8 @@ public struct CloudConfiguration: Sendable {
         users: [User],
         tokenLifetime: Duration = .seconds(3600),
         maxBodyBytes: Int = 1 << 20,
-        faultInjection: Bool = false
+        faultInjection: Bool = false,
+        eventRetention: Int64 = 100_000
     ) {
         self.host = host
         self.port = port
@@ -40,5 +43,6 @@ public struct CloudConfiguration: Sendable {
         self.tokenLifetime = tokenLifetime
         self.maxBodyBytes = maxBodyBytes
         self.faultInjection = faultInjection
+        self.eventRetention = eventRetention
     }
 }

@@ -34,6 +34,9 @@ struct LivegateCloud: AsyncParsableCommand {
     @Flag(help: "Serve /v1/admin/faults, with which tests provoke outages. Never in production.")
     var faultInjection = false
 
+    @Option(help: "How many events the realtime log keeps for subscribers that resume with 'since'.")
+    var eventRetention: Int64 = 100_000
+
     func run() async throws {
         let users = try Self.readUsers(usersFile)
         var logger = Logger(label: "livegate-cloud")
@@ -44,7 +47,8 @@ struct LivegateCloud: AsyncParsableCommand {
             databasePath: database,
             users: users,
             tokenLifetime: .seconds(tokenLifetime),
-            faultInjection: faultInjection
+            faultInjection: faultInjection,
+            eventRetention: eventRetention
         )
         let app = try buildCloudApplication(configuration, logger: logger) { port in
             // One line on stdout, for scripts and tests that wait for the server.

@@ -58,6 +58,8 @@ import Testing
             seen += try await changes(queue, until: "v4 live") { $0.snapshot?.version == 4 }
             #expect(versionsNeverGoBack(seen))
         }
+        // The daemon resumed from the event log after the outage; it did not fetch the object again.
+        #expect(try await cluster.stats().fetches["notes/f1"] == 1)
     }
 
     @Test func failedFetchesAreRetriedUntilTheCloudAnswers() async throws {

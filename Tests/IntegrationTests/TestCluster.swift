@@ -48,7 +48,7 @@ final class TestCluster: Sendable {
     }
 
     /// Starts the cloud and (unless `startDaemon` is false) the daemon, each waited for by its own readiness signal.
-    static func start(startDaemon: Bool = true, under base: String = "/tmp") async throws -> TestCluster {
+    static func start(startDaemon: Bool = true, under base: String = "/tmp", cloudArguments: [String] = []) async throws -> TestCluster {
         var template = Array("\(base)/lgtest-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw ClusterError("mkdtemp failed") }
         let directory = String(cString: made)
@@ -57,9 +57,10 @@ final class TestCluster: Sendable {
 
         let cloud = Process()
         cloud.executableURL = URL(fileURLWithPath: binDirectory + "/livegate-cloud")
-        cloud.arguments = [
-            "--port", "0", "--database", directory + "/cloud.sqlite", "--users-file", directory + "/users", "--fault-injection",
-        ]
+        cloud.arguments =
+            [
+                "--port", "0", "--database", directory + "/cloud.sqlite", "--users-file", directory + "/users", "--fault-injection",
+            ] + cloudArguments
         let stdout = Pipe()
         cloud.standardOutput = stdout
         FileManager.default.createFile(atPath: directory + "/cloud.log", contents: nil)
@@ -188,7 +189,7 @@ final class TestCluster: Sendable {
 
     // MARK: The cloud's REST API, as a remote user would use it
 
-    private func login() async throws -> String {
+    func login() async throws -> String {
         let body = try JSONEncoder().encode(LoginRequest(username: Self.username, password: Self.password))
         let response: LoginResponse = try await http(.POST, CloudPath.login, body: body)
         return response.accessToken
@@ -196,10 +197,11 @@ final class TestCluster: Sendable {
 
     /// Writes an object through the cloud's REST API (not through the daemon).
     @discardableResult
-    func put(_ collection: String, _ id: String, _ data: JSONValue) async throws -> Entity {
-        let token = try await login()
+    func put(_ collection: String, _ id: String, _ data: JSONValue, token: String? = nil) async throws -> Entity {
+        let bearer: String
+        if let token { bearer = token } else { bearer = try await login() }
         let body = try JSONEncoder().encode(PutObjectRequest(data: data))
-        return try await http(.PUT, CloudPath.object(EntityKey(collection: collection, id: id)), body: body, token: token)
+        return try await http(.PUT, CloudPath.object(EntityKey(collection: collection, id: id)), body: body, token: bearer)
     }
 
     /// Deletes an object through the cloud's REST API.

@@ -50,15 +50,28 @@ final class RealtimeHub: Sendable {
     private struct State {
         var subscribers: [Int: RealtimeSubscriber] = [:]
         var topics: [Topic: Set<Int>] = [:]
+        /// Subscriptions being resumed: live events of the topic wait here (encoded, with their seq)
+        /// until the replay from the log has been sent.
+        var replaying: [SubscriptionKey: [(seq: Int64, text: String)]] = [:]
+        /// The last event published (events are published in commit order, so every lower seq is in the log).
+        var lastPublished: Int64 = 0
         var nextID = 0
         var eventsSent = 0
         var fetches: [String: Int] = [:]
     }
 
+    private struct SubscriptionKey: Hashable {
+        let subscriber: Int
+        let topic: Topic
+    }
+
     private let state = Mutex(State())
     let queueLimit: Int
 
-    init(queueLimit: Int = 10_000) { self.queueLimit = queueLimit }
+    init(queueLimit: Int = 10_000, lastPublished: Int64 = 0) {
+        self.queueLimit = queueLimit
+        state.withLock { $0.lastPublished = lastPublished }
+    }
 
     func connect() -> RealtimeSubscriber {
         state.withLock { state in
@@ -72,6 +85,7 @@ final class RealtimeHub: Sendable {
     func disconnect(_ subscriber: RealtimeSubscriber) {
         state.withLock { state in
             state.subscribers[subscriber.id] = nil
+            state.replaying = state.replaying.filter { $0.key.subscriber != subscriber.id }
             for topic in state.topics.keys {
                 state.topics[topic]?.remove(subscriber.id)
                 if state.topics[topic]?.isEmpty == true { state.topics[topic] = nil }
@@ -80,16 +94,60 @@ final class RealtimeHub: Sendable {
         subscriber.finish()
     }
 
-    /// Subscribes and queues `ack` in one step, so every event published after the subscription follows the ack.
-    func subscribe(_ subscriber: RealtimeSubscriber, to topic: Topic, ack: String) {
+    /// Subscribes and queues the ack (carrying the last published seq) in one step, so every event
+    /// published after the subscription follows the ack.
+    func subscribe(_ subscriber: RealtimeSubscriber, to topic: Topic, ref: Int64) {
         state.withLock { state in
             state.topics[topic, default: []].insert(subscriber.id)
-            subscriber.send(ack)
+            subscriber.send(Self.encode(.ack(ref: ref, seq: state.lastPublished)))
+        }
+    }
+
+    /// Resumes a subscription after `since`: the topic's events from the log with `since < seq <= head`,
+    /// then the live ones published meanwhile, with none missing and none twice. When the log no longer
+    /// reaches back to `since` (or `since` is ahead of the log), the ack says `resync` instead.
+    func resume(
+        _ subscriber: RealtimeSubscriber,
+        to topic: Topic,
+        ref: Int64,
+        since: Int64,
+        from store: EntityStore
+    ) async throws {
+        let subscription = SubscriptionKey(subscriber: subscriber.id, topic: topic)
+        let head = state.withLock { state -> Int64 in
+            state.topics[topic, default: []].insert(subscriber.id)
+            state.replaying[subscription] = []
+            return state.lastPublished
+        }
+        guard case .object(let key) = topic else { return }
+        let log: (events: [(seq: Int64, entity: Entity)], oldest: Int64?)
+        do {
+            log = try await store.events(of: key, after: since, upTo: head)
+        } catch {
+            state.withLock { state in
+                state.replaying[subscription] = nil
+                state.topics[topic]?.remove(subscriber.id)
+            }
+            throw error
+        }
+        // Continuity is proven when every event after `since` is still in the log.
+        let continuous = since <= head && since + 1 >= (log.oldest ?? head + 1)
+        state.withLock { state in
+            let buffered = state.replaying.removeValue(forKey: subscription) ?? []
+            guard state.subscribers[subscriber.id] != nil else { return }
+            subscriber.send(Self.encode(.ack(ref: ref, seq: head, resync: continuous ? nil : true)))
+            if continuous {
+                for event in log.events where subscriber.send(Self.encode(.event(seq: event.seq, topic: topic, entity: event.entity))) {
+                    state.eventsSent += 1
+                }
+            }
+            for event in buffered where subscriber.send(event.text) { state.eventsSent += 1 }
         }
     }
 
     func unsubscribe(_ subscriber: RealtimeSubscriber, from topic: Topic, ack: String) {
         state.withLock { state in
+            state.replaying[SubscriptionKey(subscriber: subscriber.id, topic: topic)] = nil
             state.topics[topic]?.remove(subscriber.id)
             if state.topics[topic]?.isEmpty == true { state.topics[topic] = nil }
             subscriber.send(ack)
@@ -108,11 +166,23 @@ final class RealtimeHub: Sendable {
             return
         }
         state.withLock { state in
+            state.lastPublished = max(state.lastPublished, seq)
             guard let ids = state.topics[topic] else { return }
             for id in ids {
-                if state.subscribers[id]?.send(text) == true { state.eventsSent += 1 }
+                let subscription = SubscriptionKey(subscriber: id, topic: topic)
+                if state.replaying[subscription] != nil {
+                    state.replaying[subscription]?.append((seq, text))
+                } else if state.subscribers[id]?.send(text) == true {
+                    state.eventsSent += 1
+                }
             }
         }
+    }
+
+    static func encode(_ message: RealtimeServerMessage) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? String(decoding: encoder.encode(message), as: UTF8.self)) ?? "{}"
     }
 
     /// Closes every realtime connection (fault injection).

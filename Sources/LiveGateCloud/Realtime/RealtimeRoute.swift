@@ -11,6 +11,7 @@ import NIOWebSocket
 struct RealtimeRoute: Sendable {
     let auth: AuthService
     let hub: RealtimeHub
+    let store: EntityStore
     let faults: FaultInjector?
 
     func register(on router: Router<BasicWebSocketRequestContext>) {
@@ -38,7 +39,7 @@ struct RealtimeRoute: Sendable {
                     }
                     for try await message in inbound.messages(maxSize: 1 << 20) {
                         guard case .text(let text) = message else { continue }
-                        handle(text, from: subscriber)
+                        await handle(text, from: subscriber, logger: context.logger)
                     }
                     group.cancelAll()
                 }
@@ -46,7 +47,7 @@ struct RealtimeRoute: Sendable {
         )
     }
 
-    private func handle(_ text: String, from subscriber: RealtimeSubscriber) {
+    private func handle(_ text: String, from subscriber: RealtimeSubscriber, logger: Logger) async {
         let request: RealtimeClientMessage
         do {
             request = try JSONDecoder().decode(RealtimeClientMessage.self, from: Data(text.utf8))
@@ -58,10 +59,20 @@ struct RealtimeRoute: Sendable {
             )
             return
         }
-        let ack = Self.encode(.ack(ref: request.ref))
         switch request.op {
-        case .subscribe: hub.subscribe(subscriber, to: request.topic, ack: ack)
-        case .unsubscribe: hub.unsubscribe(subscriber, from: request.topic, ack: ack)
+        case .subscribe:
+            guard let since = request.since else {
+                hub.subscribe(subscriber, to: request.topic, ref: request.ref)
+                return
+            }
+            do {
+                try await hub.resume(subscriber, to: request.topic, ref: request.ref, since: since, from: store)
+            } catch {
+                logger.error("reading the event log failed", metadata: ["error": "\(error)"])
+                subscriber.send(Self.encode(.error(ref: request.ref, code: .internalError, message: "the event log could not be read")))
+            }
+        case .unsubscribe:
+            hub.unsubscribe(subscriber, from: request.topic, ack: Self.encode(.ack(ref: request.ref)))
         }
     }
 

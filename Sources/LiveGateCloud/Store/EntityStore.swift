@@ -13,13 +13,39 @@ import LiveJSON
 final class EntityStore: Sendable {
     private let pool: DatabasePool
     private let onCommit: @Sendable (_ seq: Int64, _ entity: Entity) -> Void
+    /// How many events the log keeps; older ones are pruned (a subscriber resuming from before them is told to resync).
+    let eventRetention: Int64
 
-    init(path: String, onCommit: @escaping @Sendable (_ seq: Int64, _ entity: Entity) -> Void) throws {
+    init(path: String, eventRetention: Int64 = 100_000, onCommit: @escaping @Sendable (_ seq: Int64, _ entity: Entity) -> Void) throws {
         var configuration = Configuration()
         configuration.label = "livegate-cloud.store"
         pool = try DatabasePool(path: path, configuration: configuration)
         self.onCommit = onCommit
+        self.eventRetention = max(eventRetention, 1)
         try Self.migrator.migrate(pool)
+    }
+
+    /// The sequence number of the last event written (0 when none was).
+    func lastSeq() throws -> Int64 {
+        try pool.read { db in try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'event'") ?? 0 }
+    }
+
+    /// The events of one object with `after < seq <= upTo`, in order, and the oldest sequence number the log
+    /// still holds (`nil` when it holds none).
+    func events(of key: EntityKey, after: Int64, upTo: Int64) async throws -> (events: [(seq: Int64, entity: Entity)], oldest: Int64?) {
+        try await pool.read { db in
+            let oldest = try Int64.fetchOne(db, sql: "SELECT MIN(seq) FROM event")
+            let rows = try Row.fetchAll(
+                db,
+                sql: "SELECT seq, entity FROM event WHERE collection = ? AND id = ? AND seq > ? AND seq <= ? ORDER BY seq",
+                arguments: [key.collection, key.id, after, upTo]
+            )
+            let events = try rows.map { row -> (seq: Int64, entity: Entity) in
+                let text: String = row["entity"]
+                return (row["seq"], try JSONDecoder().decode(Entity.self, from: Data(text.utf8)))
+            }
+            return (events, oldest)
+        }
     }
 
     private static var migrator: DatabaseMigrator {
@@ -42,6 +68,9 @@ final class EntityStore: Sendable {
                 table.column("version", .integer).notNull()
                 table.column("entity", .text).notNull()
             }
+        }
+        migrator.registerMigration("v2-event-by-object") { db in
+            try db.create(index: "event_by_object", on: "event", columns: ["collection", "id", "seq"])
         }
         return migrator
     }
@@ -129,6 +158,10 @@ final class EntityStore: Sendable {
                 arguments: [key.collection, key.id, entity.version, try Self.encode(entity)]
             )
             let seq = db.lastInsertedRowID
+            if seq % 64 == 0 {
+                // Keep the log bounded: every 64 writes, drop what is past the retention.
+                try db.execute(sql: "DELETE FROM event WHERE seq <= ?", arguments: [seq - eventRetention])
+            }
             db.afterNextTransaction(onCommit: { _ in onCommit(seq, entity) })
             if deleted { return .deleted(entity) }
             return existing == nil ? .created(entity) : .updated(entity)

@@ -211,9 +211,12 @@ public actor LiveClient {
             guard status != connectionStatus else { return }
             connectionStatus = status
             for observer in connectionObservers.values { observer(status) }
-        case .connected:
-            // Changes may have happened while the connection was down: refresh every observed object.
-            for key in observations.keys { commandSink.yield(.refresh(key)) }
+        case .connected(let needRefresh):
+            // Resumed topics had their missed events replayed; the others must be fetched again.
+            for topic in needRefresh {
+                guard case .object(let key) = topic, observations[key] != nil else { continue }
+                commandSink.yield(.refresh(key))
+            }
         case .entityChanged(_, let entity):
             do {
                 try await cache.store(entity)

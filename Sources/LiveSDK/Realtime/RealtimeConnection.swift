@@ -10,9 +10,10 @@ import WSClient
 
 /// What the realtime connection tells the engine.
 enum RealtimeEvent: Sendable {
-    /// The WebSocket is open and every wanted topic has been (re)subscribed. Events may have been missed
-    /// while it was down, so observed objects must be refreshed.
-    case connected
+    /// The WebSocket is open and every wanted topic has been (re)subscribed, resuming from the last event
+    /// seen where the cloud could replay what was missed. The objects of `needRefresh` could not be resumed
+    /// (never had a baseline, or the cloud said resync) and must be fetched again.
+    case connected(needRefresh: Set<Topic>)
     case statusChanged(ConnectionStatus)
     /// An entity changed on a subscribed topic.
     case entityChanged(seq: Int64, entity: Entity)
@@ -23,8 +24,10 @@ actor RealtimeConnection {
     private var machine = RealtimeConnectionStateMachine()
     private var writer: WebSocketOutboundWriter?
     private var nextRef: Int64 = 0
-    private var pendingAcks: [Int64: CheckedContinuation<Bool, Never>] = [:]
-    private var earlyAnswers: [Int64: Bool] = [:]
+    private var pendingAcks: [Int64: CheckedContinuation<RealtimeServerMessage?, Never>] = [:]
+    private var earlyAnswers: [Int64: RealtimeServerMessage] = [:]
+    /// The last event sequence number seen per subscribed topic: where a resubscription resumes from.
+    private var lastSeq: [Topic: Int64] = [:]
     private let url: String
     private let session: Session
     private let logger: Logger
@@ -49,12 +52,15 @@ actor RealtimeConnection {
     /// the connection is down (it is then subscribed on connect, and a ``RealtimeEvent/connected`` follows).
     func acquire(_ topic: Topic) async {
         guard machine.acquire(topic) else { return }
-        _ = await send(.subscribe, topic)
+        if let ack = await send(.subscribe, topic), ack.op == .ack, let seq = ack.seq {
+            lastSeq[topic] = max(lastSeq[topic] ?? 0, seq)
+        }
     }
 
     /// Drops a reference on `topic`, unsubscribing when it was the last.
     func release(_ topic: Topic) async {
         guard machine.release(topic) else { return }
+        lastSeq[topic] = nil
         _ = await send(.unsubscribe, topic)
     }
 
@@ -131,10 +137,26 @@ actor RealtimeConnection {
         let topics = machine.connectionEstablished()
         logger.debug("realtime connection established", metadata: ["topics": "\(topics.count)"])
         events.yield(.statusChanged(machine.status))
+        var needRefresh: Set<Topic> = []
+        var resumed = 0
         for topic in topics {
-            _ = await send(.subscribe, topic)
+            let since = lastSeq[topic]
+            let ack = await send(.subscribe, topic, since: since)
+            if let ack, ack.op == .ack, let seq = ack.seq {
+                if since != nil && ack.resync != true {
+                    resumed += 1
+                } else {
+                    needRefresh.insert(topic)
+                    lastSeq[topic] = max(lastSeq[topic] ?? 0, seq)
+                }
+            } else {
+                needRefresh.insert(topic)
+            }
         }
-        events.yield(.connected)
+        if !topics.isEmpty {
+            logger.debug("resubscribed", metadata: ["resumed": "\(resumed)", "refetch": "\(needRefresh.count)"])
+        }
+        events.yield(.connected(needRefresh: needRefresh))
     }
 
     private func received(_ text: String) {
@@ -147,47 +169,49 @@ actor RealtimeConnection {
         }
         switch message.op {
         case .ack:
-            if let ref = message.ref { answered(ref, true) }
+            if let ref = message.ref { answered(ref, message) }
         case .error:
             logger.warning(
                 "the cloud refused a realtime request",
                 metadata: ["code": "\(message.code?.rawValue ?? "-")", "message": "\(message.message ?? "")"]
             )
-            if let ref = message.ref { answered(ref, false) }
+            if let ref = message.ref { answered(ref, message) }
         case .event:
-            guard let seq = message.seq, let entity = message.entity else { return }
+            guard let seq = message.seq, let entity = message.entity, let topic = message.topic else { return }
+            if machine.wantedTopics.contains(topic) { lastSeq[topic] = max(lastSeq[topic] ?? 0, seq) }
             events.yield(.entityChanged(seq: seq, entity: entity))
         }
     }
 
-    /// Sends a request and waits for its ack; `false` when it failed or the connection went down.
-    private func send(_ op: RealtimeClientMessage.Operation, _ topic: Topic) async -> Bool {
-        guard let writer else { return false }
+    /// Sends a request and waits for its answer (an ack or an error); `nil` when the connection went down.
+    private func send(_ op: RealtimeClientMessage.Operation, _ topic: Topic, since: Int64? = nil) async -> RealtimeServerMessage? {
+        guard let writer else { return nil }
         nextRef += 1
         let ref = nextRef
         let text: String
         do {
-            text = String(decoding: try JSONEncoder().encode(RealtimeClientMessage(op: op, ref: ref, topic: topic)), as: UTF8.self)
+            let request = RealtimeClientMessage(op: op, ref: ref, topic: topic, since: since)
+            text = String(decoding: try JSONEncoder().encode(request), as: UTF8.self)
         } catch {
-            return false
+            return nil
         }
         do {
             try await writer.write(.text(text))
         } catch {
             logger.debug("realtime write failed", metadata: ["error": "\(error)"])
-            return false
+            return nil
         }
         // The actor is reentrant: the answer may already have arrived while the write was suspended.
         if let early = earlyAnswers.removeValue(forKey: ref) { return early }
-        guard self.writer != nil else { return false }
+        guard self.writer != nil else { return nil }
         return await withCheckedContinuation { pendingAcks[ref] = $0 }
     }
 
-    private func answered(_ ref: Int64, _ success: Bool) {
+    private func answered(_ ref: Int64, _ answer: RealtimeServerMessage) {
         if let continuation = pendingAcks.removeValue(forKey: ref) {
-            continuation.resume(returning: success)
+            continuation.resume(returning: answer)
         } else if ref <= nextRef {
-            earlyAnswers[ref] = success
+            earlyAnswers[ref] = answer
         }
     }
 
@@ -196,6 +220,6 @@ actor RealtimeConnection {
         earlyAnswers.removeAll()
         let pending = pendingAcks
         pendingAcks.removeAll()
-        for continuation in pending.values { continuation.resume(returning: false) }
+        for continuation in pending.values { continuation.resume(returning: nil) }
     }
 }

@@ -1,0 +1,93 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Foundation
+import HTTPTypes
+import LiveCloudAPI
+import LiveJSON
+import Logging
+import Testing
+import WSClient
+
+/// The cloud's realtime protocol, spoken directly over a real WebSocket: resuming with `since`.
+@Suite(.serialized) struct RealtimeResumeTests {
+    /// Runs `body` on one realtime connection; `body` sends requests and reads decoded server messages.
+    func withRealtime(
+        _ cluster: TestCluster,
+        token: String,
+        _ body:
+            @escaping @Sendable (_ send: @Sendable (RealtimeClientMessage) async throws -> Void, _ next: () async throws -> RealtimeServerMessage)
+            async throws -> Void
+    ) async throws {
+        var configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 24)
+        configuration.additionalHeaders[.authorization] = "Bearer \(token)"
+        let url = cluster.cloudURL.replacingOccurrences(of: "http://", with: "ws://") + CloudPath.realtime
+        try await WebSocketClient.connect(url: url, configuration: configuration, logger: Logger(label: "test")) { inbound, outbound, _ in
+            var iterator = inbound.messages(maxSize: 1 << 24).makeAsyncIterator()
+            try await body(
+                { request in try await outbound.write(.text(String(decoding: try JSONEncoder().encode(request), as: UTF8.self))) },
+                {
+                    guard case .text(let text) = try await iterator.next() else { throw ClusterError("the realtime connection closed") }
+                    return try JSONDecoder().decode(RealtimeServerMessage.self, from: Data(text.utf8))
+                }
+            )
+        }
+    }
+
+    let topic = Topic.object(EntityKey(collection: "notes", id: "r"))
+
+    @Test func aResumingSubscriberGetsEveryMissedEventInOrder() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false)
+        defer { cluster.stop() }
+        let token = try await cluster.login()
+        let topic = topic
+        let baseline = ClusterBox<Int64>()
+        try await withRealtime(cluster, token: token) { send, next in
+            try await send(RealtimeClientMessage(op: .subscribe, ref: 1, topic: topic))
+            let ack = try await next()
+            #expect(ack.op == .ack && ack.ref == 1)
+            baseline.set(try #require(ack.seq))
+        }
+        // Disconnected: 1,000 writes happen.
+        for n in 1...1000 { try await cluster.put("notes", "r", ["n": .number(Double(n))], token: token) }
+
+        try await withRealtime(cluster, token: token) { send, next in
+            try await send(RealtimeClientMessage(op: .subscribe, ref: 2, topic: topic, since: baseline.get()))
+            let ack = try await next()
+            #expect(ack.op == .ack && ack.ref == 2)
+            #expect(ack.resync == nil)
+            var previousSeq = try #require(baseline.get())
+            for n in 1...1000 {
+                let event = try await next()
+                #expect(event.op == .event)
+                #expect(event.entity?.version == Int64(n), "in order, none missing")
+                #expect(event.entity?.data == ["n": .number(Double(n))])
+                #expect((event.seq ?? 0) > previousSeq)
+                previousSeq = event.seq ?? previousSeq
+            }
+            // After the replay, live events follow, without a gap or a repeat.
+            try await cluster.put("notes", "r", ["n": 1001], token: token)
+            let live = try await next()
+            #expect(live.entity?.version == 1001)
+            #expect(live.seq == previousSeq + 1)
+        }
+    }
+
+    @Test func aSubscriberResumingFromBeyondTheLogIsToldToResync() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false, cloudArguments: ["--event-retention", "10"])
+        defer { cluster.stop() }
+        let token = try await cluster.login()
+        let topic = topic
+        try await cluster.put("notes", "r", ["n": 0], token: token)
+        for n in 1...100 { try await cluster.put("notes", "other", ["n": .number(Double(n))], token: token) }
+        try await withRealtime(cluster, token: token) { send, next in
+            try await send(RealtimeClientMessage(op: .subscribe, ref: 1, topic: topic, since: 1))
+            let ack = try await next()
+            #expect(ack.op == .ack)
+            #expect(ack.resync == true, "the log no longer holds the events after seq 1")
+            #expect(ack.seq == 101)
+            try await cluster.put("notes", "r", ["n": 1], token: token)
+            let live = try await next()
+            #expect(live.op == .event && live.entity?.version == 2, "live events still come")
+        }
+    }
+}
