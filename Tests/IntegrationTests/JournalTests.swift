@@ -1,6 +1,7 @@
 // Licensed under the Apache License, Version 2.0.
 
 import Foundation
+import LiveCloudAPI
 import LiveGateClient
 import Testing
 
@@ -41,6 +42,8 @@ private var canStartJournald: Bool {
         cluster.setLogTarget("auto")  // as in production: the journal, found by its socket
         try await cluster.startDaemon()
         let daemonPID = try #require(cluster.daemonPID)
+        // The session and the link are up (their events are among those checked below).
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
         try await RawConnection.with(cluster.socketPath) { raw in
             try await raw.send(#"{"jsonrpc":"2.0","id":1,"method":"object.observe","params":{"collection":"notes","id":"j"}}"#)
             _ = try await raw.next()
