@@ -13,20 +13,39 @@ public struct LoginRequest: Codable, Sendable {
     }
 }
 
-/// `POST /v1/auth/login` response body.
+/// `POST /v1/auth/login` and `POST /v1/auth/refresh` response body.
 public struct LoginResponse: Codable, Sendable {
     public var accessToken: String
     public var tokenType: String
     /// Seconds until `accessToken` expires.
     public var expiresIn: Int
+    /// Exchanged once, at `/v1/auth/refresh`, for a new access token and a new refresh token.
+    public var refreshToken: String
+    /// Seconds until `refreshToken` expires.
+    public var refreshExpiresIn: Int
     public var userId: String
 
-    public init(accessToken: String, tokenType: String = "Bearer", expiresIn: Int, userId: String) {
+    public init(
+        accessToken: String,
+        tokenType: String = "Bearer",
+        expiresIn: Int,
+        refreshToken: String,
+        refreshExpiresIn: Int,
+        userId: String
+    ) {
         self.accessToken = accessToken
         self.tokenType = tokenType
         self.expiresIn = expiresIn
+        self.refreshToken = refreshToken
+        self.refreshExpiresIn = refreshExpiresIn
         self.userId = userId
     }
+}
+
+/// `POST /v1/auth/refresh` request body.
+public struct RefreshRequest: Codable, Sendable {
+    public var refreshToken: String
+    public init(refreshToken: String) { self.refreshToken = refreshToken }
 }
 
 /// `PUT /v1/collections/{collection}/objects/{id}` request body: create or replace the object's data.
@@ -73,6 +92,8 @@ public struct CloudErrorCode: RawRepresentable, Codable, Sendable, Hashable, Cus
     public static let badRequest = Self(rawValue: "bad_request")
     /// Wrong username or password.
     public static let invalidCredentials = Self(rawValue: "invalid_credentials")
+    /// The refresh token is unknown, expired, already used, or revoked by a logout: log in again.
+    public static let invalidRefreshToken = Self(rawValue: "invalid_refresh_token")
     /// No, unknown or malformed bearer token.
     public static let unauthenticated = Self(rawValue: "unauthenticated")
     /// The bearer token has expired: log in again (or refresh).
@@ -99,11 +120,16 @@ public struct CloudStats: Codable, Sendable {
     public var fetches: [String: Int]
     /// Realtime events written to subscribers, since start.
     public var eventsSent: Int
+    /// Successful logins and token refreshes, since start.
+    public var logins: Int
+    public var refreshes: Int
 
-    public init(connections: Int, subscriptions: [String: Int], fetches: [String: Int], eventsSent: Int) {
+    public init(connections: Int, subscriptions: [String: Int], fetches: [String: Int], eventsSent: Int, logins: Int, refreshes: Int) {
         self.connections = connections
         self.subscriptions = subscriptions
         self.fetches = fetches
         self.eventsSent = eventsSent
+        self.logins = logins
+        self.refreshes = refreshes
     }
 }

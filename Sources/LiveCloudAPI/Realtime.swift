@@ -118,11 +118,3 @@ public struct RealtimeServerMessage: Codable, Sendable, Equatable {
         Self(op: .event, seq: seq, topic: topic, entity: entity)
     }
 }
-
-/// Paths of the cloud API, in one place.
-public enum CloudPath {
-    public static let login = "/v1/auth/login"
-    public static let stats = "/v1/stats"
-    public static let realtime = "/v1/realtime"
-    public static func object(_ key: EntityKey) -> String { "/v1/collections/\(key.collection)/objects/\(key.id)" }
-}

@@ -25,7 +25,12 @@ public func buildCloudApplication(
     }
     let hub = RealtimeHub(lastPublished: try store.lastSeq())
     hubBox.hub = hub
-    let auth = AuthService(users: configuration.users, tokenLifetime: configuration.tokenLifetime)
+    let auth = AuthService(
+        users: configuration.users,
+        tokenLifetime: configuration.tokenLifetime,
+        refreshLifetime: configuration.refreshLifetime,
+        bcryptCost: configuration.bcryptCost
+    )
     let router = Router(context: BasicWebSocketRequestContext.self)
     let faults = configuration.faultInjection ? FaultInjector() : nil
     if let faults {

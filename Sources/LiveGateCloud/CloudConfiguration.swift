@@ -19,6 +19,10 @@ public struct CloudConfiguration: Sendable {
     public var users: [User]
     /// How long an access token is valid.
     public var tokenLifetime: Duration
+    /// How long a refresh token is valid.
+    public var refreshLifetime: Duration
+    /// The bcrypt cost for passwords given in clear (4 to 31; each step doubles the work).
+    public var bcryptCost: UInt8
     /// The largest request body accepted, in bytes.
     public var maxBodyBytes: Int
     /// Serves `/v1/admin/faults`, with which tests provoke outages. Never in production.
@@ -32,6 +36,8 @@ public struct CloudConfiguration: Sendable {
         databasePath: String,
         users: [User],
         tokenLifetime: Duration = .seconds(3600),
+        refreshLifetime: Duration = .seconds(30 * 86400),
+        bcryptCost: UInt8 = 12,
         maxBodyBytes: Int = 1 << 20,
         faultInjection: Bool = false,
         eventRetention: Int64 = 100_000
@@ -41,6 +47,8 @@ public struct CloudConfiguration: Sendable {
         self.databasePath = databasePath
         self.users = users
         self.tokenLifetime = tokenLifetime
+        self.refreshLifetime = refreshLifetime
+        self.bcryptCost = min(max(bcryptCost, 4), 31)
         self.maxBodyBytes = maxBodyBytes
         self.faultInjection = faultInjection
         self.eventRetention = eventRetention

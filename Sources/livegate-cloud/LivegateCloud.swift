@@ -22,11 +22,17 @@ struct LivegateCloud: AsyncParsableCommand {
     @Option(help: "SQLite file holding entities and the event log (created if missing).")
     var database: String
 
-    @Option(help: "File with one 'username:password' per line: the users who may log in.")
+    @Option(help: "File with one 'username:password' per line (the password in clear or as a bcrypt hash, $2b$...).")
     var usersFile: String
 
     @Option(help: "Access token lifetime, in seconds.")
     var tokenLifetime = 3600
+
+    @Option(help: "Refresh token lifetime, in seconds.")
+    var refreshLifetime = 30 * 86400
+
+    @Option(help: "bcrypt cost for passwords given in clear in the users file (4-31).")
+    var bcryptCost = 12
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel = "info"
@@ -47,6 +53,8 @@ struct LivegateCloud: AsyncParsableCommand {
             databasePath: database,
             users: users,
             tokenLifetime: .seconds(tokenLifetime),
+            refreshLifetime: .seconds(refreshLifetime),
+            bcryptCost: UInt8(clamping: bcryptCost),
             faultInjection: faultInjection,
             eventRetention: eventRetention
         )

@@ -86,10 +86,15 @@ import Testing
         let cluster = try await TestCluster.start()
         defer { cluster.stop() }
         try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        let before = try await cluster.stats()
         try await cluster.fault(#"{"expireTokens":true}"#)
         try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "fault") { daemon in
             let written = try await daemon.update(collection: "notes", id: "f3", data: ["v": 1])
             #expect(written.version == 1)
         }
+        // The daemon renewed its session with its refresh token; it did not send the password again.
+        let after = try await cluster.stats()
+        #expect(after.refreshes == before.refreshes + 1)
+        #expect(after.logins == before.logins)
     }
 }

@@ -37,6 +37,43 @@ import Testing
         #expect(machine.tokenNeeded(now: start) == .startLogin)
     }
 
+    @Test func anExpiredTokenIsRenewedWithTheRefreshToken() {
+        var machine = SessionStateMachine()
+        _ = machine.tokenNeeded(now: start)
+        machine.loginSucceeded(token: "t1", lifetime: .seconds(100), refreshToken: "r1", refreshLifetime: .seconds(1000), now: start)
+        #expect(machine.tokenNeeded(now: start + .seconds(95)) == .startRefresh("r1"))
+        #expect(machine.state == .establishing)
+        #expect(machine.tokenNeeded(now: start + .seconds(95)) == .waitForLogin, "one renewal at a time")
+        machine.loginSucceeded(token: "t2", lifetime: .seconds(100), refreshToken: "r2", refreshLifetime: .seconds(1000), now: start + .seconds(95))
+        #expect(machine.tokenNeeded(now: start + .seconds(100)) == .useToken("t2"))
+    }
+
+    @Test func aRejectedTokenIsRenewedWithTheRefreshToken() {
+        var machine = SessionStateMachine()
+        _ = machine.tokenNeeded(now: start)
+        machine.loginSucceeded(token: "t1", lifetime: .seconds(100), refreshToken: "r1", refreshLifetime: .seconds(1000), now: start)
+        machine.tokenRejected("t1")
+        #expect(machine.tokenNeeded(now: start) == .startRefresh("r1"))
+    }
+
+    @Test func aRefusedRefreshFallsBackToLogin() {
+        var machine = SessionStateMachine()
+        _ = machine.tokenNeeded(now: start)
+        machine.loginSucceeded(token: "t1", lifetime: .seconds(100), refreshToken: "r1", refreshLifetime: .seconds(1000), now: start)
+        machine.tokenRejected("t1")
+        _ = machine.tokenNeeded(now: start)
+        machine.refreshRefused()
+        #expect(machine.state == .tokenExpired)
+        #expect(machine.tokenNeeded(now: start) == .startLogin)
+    }
+
+    @Test func anExpiredRefreshTokenIsNotTried() {
+        var machine = SessionStateMachine()
+        _ = machine.tokenNeeded(now: start)
+        machine.loginSucceeded(token: "t1", lifetime: .seconds(100), refreshToken: "r1", refreshLifetime: .seconds(200), now: start)
+        #expect(machine.tokenNeeded(now: start + .seconds(300)) == .startLogin)
+    }
+
     @Test func refusedCredentialsTerminate() {
         var machine = SessionStateMachine()
         _ = machine.tokenNeeded(now: start)

@@ -200,7 +200,9 @@ final class RealtimeHub: Sendable {
                 connections: state.subscribers.count,
                 subscriptions: state.topics.mapValues(\.count).reduce(into: [:]) { $0[$1.key.description] = $1.value },
                 fetches: state.fetches,
-                eventsSent: state.eventsSent
+                eventsSent: state.eventsSent,
+                logins: 0,
+                refreshes: 0
             )
         }
     }

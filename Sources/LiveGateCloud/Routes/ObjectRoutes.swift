@@ -22,6 +22,23 @@ struct ObjectRoutes: Sendable {
             return try JSONResponse.make(.ok, response)
         }
 
+        router.post(RouterPath(CloudPath.refresh)) { request, _ -> Response in
+            let body = try await JSONResponse.decode(RefreshRequest.self, from: request, limit: maxBodyBytes)
+            guard let response = auth.refresh(body.refreshToken) else {
+                throw CloudHTTPError(
+                    .unauthorized,
+                    .invalidRefreshToken,
+                    "the refresh token is unknown, expired, already used or revoked: log in again"
+                )
+            }
+            return try JSONResponse.make(.ok, response)
+        }
+
+        router.post(RouterPath(CloudPath.logout)) { request, _ -> Response in
+            auth.logout(accessToken: try auth.bearerToken(of: request))
+            return Response(status: .noContent)
+        }
+
         router.get("/v1/collections/:collection/objects/:id") { request, context -> Response in
             _ = try auth.user(for: request)
             let key = try Self.key(context)
@@ -62,7 +79,9 @@ struct ObjectRoutes: Sendable {
         }
 
         router.get(RouterPath(CloudPath.stats)) { _, _ -> Response in
-            try JSONResponse.make(.ok, hub.stats())
+            var stats = hub.stats()
+            (stats.logins, stats.refreshes) = auth.counts
+            return try JSONResponse.make(.ok, stats)
         }
     }
 

@@ -26,6 +26,17 @@ struct CloudClient: Sendable {
         return try Self.decode(LoginResponse.self, from: body, what: "login")
     }
 
+    func refresh(_ request: RefreshRequest) async throws(LiveError) -> LoginResponse {
+        let (status, body) = try await send(method: .POST, path: CloudPath.refresh, token: nil, body: request)
+        guard status == .ok else { throw Self.error(status: status, body: body, what: "session renewal") }
+        return try Self.decode(LoginResponse.self, from: body, what: "session renewal")
+    }
+
+    func logout(token: String) async throws(LiveError) {
+        let (status, body) = try await send(method: .POST, path: CloudPath.logout, token: token, body: Optional<Int>.none)
+        guard status == .noContent else { throw Self.error(status: status, body: body, what: "logout") }
+    }
+
     /// The stored entity, or `nil` when the cloud has no such object.
     func fetch(_ key: EntityKey, token: String) async throws(LiveError) -> Entity? {
         let (status, body) = try await send(method: .GET, path: CloudPath.object(key), token: token, body: Optional<Int>.none)

@@ -61,6 +61,8 @@ public actor Session {
                 throw LiveError(code: .unauthenticated, message: reason)
             case .startLogin:
                 try await login()
+            case .startRefresh(let refreshToken):
+                try await refresh(refreshToken)
             }
         }
     }
@@ -81,7 +83,13 @@ public actor Session {
         do {
             let response = try await cloud.login(LoginRequest(username: credentials.username, password: credentials.password))
             let before = machine.state
-            machine.loginSucceeded(token: response.accessToken, lifetime: .seconds(response.expiresIn), now: .now)
+            machine.loginSucceeded(
+                token: response.accessToken,
+                lifetime: .seconds(response.expiresIn),
+                refreshToken: response.refreshToken,
+                refreshLifetime: .seconds(response.refreshExpiresIn),
+                now: .now
+            )
             logger.debug("logged in to the cloud", metadata: ["user": "\(response.userId)"])
             publishIfChanged(from: before)
         } catch let error where error.code == .unauthenticated {
@@ -97,6 +105,46 @@ public actor Session {
             publishIfChanged(from: before)
             throw error
         }
+    }
+
+    /// Renews the token pair; a refused refresh token makes the next request log in instead.
+    private func refresh(_ refreshToken: String) async throws(LiveError) {
+        defer {
+            let waiting = waiters
+            waiters.removeAll()
+            for waiter in waiting { waiter.resume() }
+        }
+        let before = machine.state
+        do {
+            let response = try await cloud.refresh(RefreshRequest(refreshToken: refreshToken))
+            machine.loginSucceeded(
+                token: response.accessToken,
+                lifetime: .seconds(response.expiresIn),
+                refreshToken: response.refreshToken,
+                refreshLifetime: .seconds(response.refreshExpiresIn),
+                now: .now
+            )
+            logger.debug("renewed the cloud session")
+        } catch let error where error.code == .unauthenticated {
+            logger.notice("the cloud refused the refresh token; logging in again")
+            machine.refreshRefused()
+        } catch {
+            logger.warning("renewing the cloud session failed", metadata: ["error": "\(error.message)"])
+            machine.loginFailedTransiently()
+            publishIfChanged(from: before)
+            throw error
+        }
+        publishIfChanged(from: before)
+    }
+
+    /// Ends the session: the cloud revokes the tokens (best effort), and the next request logs in again.
+    public func logout() async {
+        if case .useToken(let token) = machine.tokenNeeded(now: .now) {
+            try? await cloud.logout(token: token)
+        }
+        let before = machine.state
+        machine.reset()
+        publishIfChanged(from: before)
     }
 
     private func publishIfChanged(from before: SessionState) {

@@ -24,6 +24,8 @@ public struct SessionStateMachine: Sendable {
         case useToken(String)
         /// Log in now (no other login is in flight).
         case startLogin
+        /// Exchange this refresh token for a new token pair now (no other login is in flight).
+        case startRefresh(String)
         /// A login is in flight; wait for its outcome.
         case waitForLogin
         /// Fail: the credentials were refused.
@@ -33,6 +35,8 @@ public struct SessionStateMachine: Sendable {
     public private(set) var state: SessionState = .notLoggedIn
     private var token: String?
     private var expiry: ContinuousClock.Instant?
+    private var refreshToken: String?
+    private var refreshExpiry: ContinuousClock.Instant?
     private var refusal: String?
 
     public init() {}
@@ -49,31 +53,51 @@ public struct SessionStateMachine: Sendable {
             return .waitForLogin
         case .notLoggedIn, .tokenExpired:
             state = .establishing
+            if let refreshToken, let refreshExpiry, now < refreshExpiry { return .startRefresh(refreshToken) }
+            refreshToken = nil
             return .startLogin
         case .terminated:
             return .fail(reason: refusal ?? "the cloud refused the credentials")
         }
     }
 
-    /// A login succeeded with a token valid for `lifetime` from `now`. A margin is kept so that a token is
-    /// renewed before the cloud would reject it.
-    public mutating func loginSucceeded(token: String, lifetime: Duration, now: ContinuousClock.Instant) {
+    /// A login (or a refresh) succeeded with a token valid for `lifetime` from `now`, and a refresh token
+    /// valid for `refreshLifetime`. A margin is kept so that a token is renewed before the cloud would
+    /// reject it.
+    public mutating func loginSucceeded(
+        token: String,
+        lifetime: Duration,
+        refreshToken: String? = nil,
+        refreshLifetime: Duration = .zero,
+        now: ContinuousClock.Instant
+    ) {
         let margin = min(lifetime / 10, .seconds(30))
         self.token = token
         self.expiry = now + lifetime - margin
+        self.refreshToken = refreshToken
+        self.refreshExpiry = refreshToken == nil ? nil : now + refreshLifetime - min(refreshLifetime / 10, .seconds(30))
         self.refusal = nil
         state = .established
     }
 
-    /// A login failed for a reason that may pass (network, 5xx): the next request tries again.
+    /// The cloud refused the refresh token (unknown, used, expired, revoked): the next request logs in.
+    public mutating func refreshRefused() {
+        refreshToken = nil
+        refreshExpiry = nil
+        state = .tokenExpired
+    }
+
+    /// A login or refresh failed for a reason that may pass (network, 5xx): the next request tries again
+    /// (with the refresh token, if there is one).
     public mutating func loginFailedTransiently() {
         token = nil
-        state = .notLoggedIn
+        state = refreshToken == nil ? .notLoggedIn : .tokenExpired
     }
 
     /// The cloud refused the credentials: stop trying.
     public mutating func credentialsRefused(reason: String) {
         token = nil
+        refreshToken = nil
         refusal = reason
         state = .terminated
     }
@@ -88,6 +112,7 @@ public struct SessionStateMachine: Sendable {
     /// The configuration changed (new credentials): forget any refusal and start over.
     public mutating func reset() {
         token = nil
+        refreshToken = nil
         refusal = nil
         state = .notLoggedIn
     }
