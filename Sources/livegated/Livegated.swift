@@ -110,7 +110,7 @@ struct Livegated: AsyncParsableCommand {
             logLevelOverride: levelOverride,
             testHooks: testHooks
         )
-        let settings = ReloadableSettings(logLevelControl: levelControl, limits: file.limits)
+        let settings = ReloadableSettings(logLevelControl: levelControl, limits: file.limits, policy: file.policy)
         let daemon = try await LiveGateDaemon(configuration: configuration, settings: settings, logger: logger)
         logger.notice(
             "livegated \(livegatedVersion) starting",

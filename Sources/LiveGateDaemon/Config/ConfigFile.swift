@@ -12,13 +12,15 @@ public struct ConfigFile: Sendable, Equatable {
     public var stateDirectory: String?
     public var logLevel: Logger.Level?
     public var limits = ReloadableSettings.Limits()
+    public var policy = AccessPolicy()
 
     public init() {}
 
     /// Every name a file may use, for the error about an unknown one.
     static let names = [
         "cloud-url", "username", "password-file", "socket", "state-dir", "log-level", "max-frame-bytes",
-        "max-queued-bytes-per-connection", "max-stall-seconds",
+        "max-queued-bytes-per-connection", "max-stall-seconds", "max-connections", "max-tokens-per-connection",
+        "max-requests-per-second", "allow-users", "allow-groups", "read-only-users", "read-only-groups",
     ]
 
     /// Reads and validates a file.
@@ -70,6 +72,23 @@ public struct ConfigFile: Sendable, Equatable {
                 file.limits.maxQueuedBytesPerConnection = try integer(value, place, name, in: 4096...(1 << 30))
             case "max-stall-seconds":
                 file.limits.maxStall = .seconds(try integer(value, place, name, in: 1...3600))
+            case "max-connections":
+                file.limits.maxConnections = try integer(value, place, name, in: 1...1_000_000)
+            case "max-tokens-per-connection":
+                file.limits.maxTokensPerConnection = try integer(value, place, name, in: 1...10_000_000)
+            case "max-requests-per-second":
+                file.limits.maxRequestsPerSecond = try integer(value, place, name, in: 1...10_000_000)
+            case "allow-users", "allow-groups", "read-only-users", "read-only-groups":
+                do {
+                    switch name {
+                    case "allow-users": file.policy.allowedUsers = try AccessPolicy.users(value)
+                    case "allow-groups": file.policy.allowedGroups = try AccessPolicy.groups(value)
+                    case "read-only-users": file.policy.readOnlyUsers = try AccessPolicy.users(value)
+                    default: file.policy.readOnlyGroups = try AccessPolicy.groups(value)
+                    }
+                } catch {
+                    throw ConfigError("\(place): \(name): \(error)")
+                }
             default:
                 throw ConfigError("\(place): unknown setting \(name); known: \(names.joined(separator: ", "))")
             }

@@ -14,17 +14,31 @@ public final class ReloadableSettings: Sendable {
         public var maxQueuedBytesPerConnection = 8 << 20
         /// How long a client may leave its queue unread before it is cut off.
         public var maxStall: Duration = .seconds(30)
+        /// Open connections at most; one more is told `connection.closing` (-32003) and closed.
+        public var maxConnections = 1024
+        /// Live tokens per connection at most; one more observe is answered -32003.
+        public var maxTokensPerConnection = 10_000
+        /// Requests per second per connection (a burst of as many is allowed); excess ones are answered -32003.
+        public var maxRequestsPerSecond = 1000
 
         public init() {}
     }
 
     private let currentLimits: Mutex<Limits>
+    private let currentPolicy: Mutex<AccessPolicy>
     /// The level every log handler of the process reads.
     public let logLevelControl: LogLevelControl
 
-    public init(logLevelControl: LogLevelControl, limits: Limits) {
+    public init(logLevelControl: LogLevelControl, limits: Limits, policy: AccessPolicy = AccessPolicy()) {
         self.logLevelControl = logLevelControl
         currentLimits = Mutex(limits)
+        currentPolicy = Mutex(policy)
+    }
+
+    /// The access policy new connections are judged by.
+    public var policy: AccessPolicy {
+        get { currentPolicy.withLock { $0 } }
+        set { currentPolicy.withLock { $0 = newValue } }
     }
 
     public var logLevel: Logger.Level {

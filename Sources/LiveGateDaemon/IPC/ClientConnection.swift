@@ -20,6 +20,11 @@ final class ClientConnection: Sendable {
     let maxFrameBytes: Int
     private let tokens = Mutex(TokenTable())
     private let requests = Mutex(RequestState())
+    /// What the access policy allows this peer; decided when the connection starts.
+    private let access = Mutex(AccessPolicy.Decision.readWrite)
+    private let rate: Mutex<RequestRate>
+    /// Live tokens at most (from the limits this connection started with).
+    let maxTokens: Int
 
     /// Whether a request is being performed, and whether the daemon asked to close after it.
     struct RequestState {
@@ -43,6 +48,8 @@ final class ClientConnection: Sendable {
         self.eventLoop = eventLoop
         let limits = context.settings.limits
         self.maxFrameBytes = limits.maxFrameBytes
+        self.maxTokens = limits.maxTokensPerConnection
+        self.rate = Mutex(RequestRate(perSecond: limits.maxRequestsPerSecond))
         self.outbox = ConnectionOutbox(maxQueuedBytes: limits.maxQueuedBytesPerConnection, maxStall: limits.maxStall)
         var logger = logger
         logger[metadataKey: "conn"] = "\(id)"
@@ -52,12 +59,22 @@ final class ClientConnection: Sendable {
     /// Serves the connection until the peer closes it, it is cut off, or the daemon shuts down.
     func run(_ channel: NIOAsyncChannel<InboundFrame, ByteBuffer>) async {
         var logger = self.logger
-        if let peer = await PeerCredentials.of(channel.channel) {
+        let peer = await PeerCredentials.of(channel.channel)
+        if let peer {
             logger[metadataKey: "client_pid"] = "\(peer.pid)"
             logger[metadataKey: "client_uid"] = "\(peer.uid)"
             logger[metadataKey: "client_gid"] = "\(peer.gid)"
         }
-        logger.info("client connected")
+        let refusal = admit(peer)
+        if let refusal {
+            logger.warning(
+                "client refused",
+                metadata: [LogField.messageID: .string(LogMessageID.clientRefused), "reason": "\(refusal.message)"]
+            )
+            outbox.close(final: try? NotificationFrame.standalone(method: NotificationMethod.connectionClosing, params: refusal))
+        } else {
+            logger.info("client connected")
+        }
         do {
             try await channel.executeThenClose { inbound, outbound in
                 try await withThrowingTaskGroup(of: Void.self) { group in
@@ -68,7 +85,7 @@ final class ClientConnection: Sendable {
                         // Drained after close (cut off or shutdown): end the connection.
                         channel.channel.close(promise: nil)
                     }
-                    for try await frame in inbound {
+                    for try await frame in inbound where refusal == nil {
                         guard self.beginRequest() else { break }
                         await self.handle(frame)
                         if self.endRequest() { break }
@@ -90,6 +107,37 @@ final class ClientConnection: Sendable {
         }
         logger.info("client disconnected")
     }
+
+    /// Judges the peer by the access policy and the connection limit; the reason when it is refused.
+    private func admit(_ peer: PeerCredentials?) -> ConnectionClosingParams? {
+        let settings = context.settings
+        let decision: AccessPolicy.Decision
+        if let peer {
+            decision = settings.policy.decide(uid: peer.uid, gid: peer.gid)
+        } else {
+            let policy = settings.policy
+            decision = policy.allowedUsers.isEmpty && policy.allowedGroups.isEmpty ? .readWrite : .refused("the peer's credentials are unknown")
+        }
+        access.withLock { $0 = decision }
+        if case .refused(let reason) = decision {
+            return ConnectionClosingParams(code: .notPermitted, message: "not permitted: \(reason); ask the administrator to change the policy")
+        }
+        let limit = settings.limits.maxConnections
+        if context.connections.count > limit {
+            return ConnectionClosingParams(code: .limitExceeded, message: "the daemon serves at most \(limit) connections; try again later")
+        }
+        return nil
+    }
+
+    /// Whether the peer may only read (observe), by the access policy.
+    var isReadOnly: Bool { access.withLock { $0 == .readOnly } }
+
+    /// Takes one request from the rate budget; `false` when the client sends faster than its limit.
+    func admitRequest() -> Bool {
+        rate.withLock { $0.admit(now: .now) }
+    }
+
+    var requestsPerSecond: Int { rate.withLock { $0.perSecond } }
 
     /// Asks the connection to end: no new request is read; one being performed finishes and is answered;
     /// then `final` is written and the connection closes. So every write a client sent is either performed
@@ -205,5 +253,28 @@ final class ClientConnection: Sendable {
 
     func respond(error: RPCError, id: RequestID?) {
         if let frame = try? WireJSON.line(RPCErrorResponse(id: id, error: error)) { outbox.enqueue(frame) }
+    }
+}
+
+/// A token bucket: up to `perSecond` requests in a burst, refilled at `perSecond` per second. Pure.
+struct RequestRate: Sendable {
+    let perSecond: Int
+    private var available: Double
+    private var last: ContinuousClock.Instant?
+
+    init(perSecond: Int) {
+        self.perSecond = max(perSecond, 1)
+        available = Double(self.perSecond)
+    }
+
+    mutating func admit(now: ContinuousClock.Instant) -> Bool {
+        if let last {
+            let elapsed = Double((now - last).components.attoseconds) / 1e18 + Double((now - last).components.seconds)
+            available = min(Double(perSecond), available + elapsed * Double(perSecond))
+        }
+        last = now
+        guard available >= 1 else { return false }
+        available -= 1
+        return true
     }
 }

@@ -7,8 +7,9 @@ import Logging
 import ServiceLifecycle
 import UnixSignals
 
-/// Re-reads the configuration on SIGHUP (`systemctl reload`), without dropping clients: log level and
-/// limits change; an invalid file is refused with a log entry and the running settings are kept.
+/// Re-reads the configuration on SIGHUP (`systemctl reload`), without dropping clients: the log level,
+/// limits and access policy change (limits and policy apply to connections opened after the reload); an
+/// invalid file is refused with a log entry and the running settings are kept.
 struct ReloadService: Service {
     let context: DaemonContext
     /// Created by the caller before the daemon announces readiness, so no SIGHUP can arrive untrapped.
@@ -54,6 +55,7 @@ struct ReloadService: Service {
         let level = configuration.logLevelOverride ?? file.logLevel ?? .info
         context.settings.logLevel = level
         context.settings.limits = file.limits
+        context.settings.policy = file.policy
         logger.notice(
             "configuration reloaded",
             metadata: [

@@ -48,7 +48,24 @@ struct RequestHandler {
         }
         // Requests without an id are notifications: JSON-RPC gives them no answer, and the daemon takes none.
         guard let id = envelope.id else { return }
+        guard connection.admitRequest() else {
+            connection.respond(
+                error: RPCError(
+                    code: .limitExceeded,
+                    message: "more than \(connection.requestsPerSecond) requests per second on this connection; slow down",
+                    data: ["limit": "maxRequestsPerSecond"]
+                ),
+                id: id
+            )
+            return
+        }
         do {
+            if [Method.objectCreate, Method.objectUpdate, Method.objectDelete].contains(method), connection.isReadOnly {
+                throw RPCError(
+                    code: .notPermitted,
+                    message: "not permitted: this client may only read (observe), by the daemon's access policy"
+                )
+            }
             switch method {
             case Method.hello: try await hello(id, envelope.params)
             case Method.objectObserve: try await observe(id, envelope.params)
@@ -102,6 +119,13 @@ struct RequestHandler {
             policy: observe.policy == .freshOnly ? .freshOnly : .localThenFresh,
             once: observe.once ?? false
         )
+        guard connection.tokenCount < connection.maxTokens else {
+            throw RPCError(
+                code: .limitExceeded,
+                message: "this connection holds \(connection.maxTokens) tokens, its limit; invalidate some first",
+                data: ["limit": "maxTokensPerConnection"]
+            )
+        }
         let token = connection.allocateToken()
         // The answer is queued before the subscription, so it precedes the token's first notification.
         connection.respond(result: TokenResult(token: token), id: id)

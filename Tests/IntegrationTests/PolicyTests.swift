@@ -1,0 +1,100 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Foundation
+import LiveGateProtocol
+import NIOCore
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The local access policy (peer credentials) and the per-connection limits, from the config file.
+@Suite(.serialized) struct PolicyTests {
+    /// Starts a cluster whose daemon reads `config`.
+    func cluster(config: String) async throws -> TestCluster {
+        let cluster = try await TestCluster.start(startDaemon: false)
+        try config.write(toFile: cluster.directory + "/livegated.conf", atomically: true, encoding: .utf8)
+        try await cluster.startDaemon(extraArguments: ["--config", cluster.directory + "/livegated.conf"])
+        return cluster
+    }
+
+    let me = getuid()
+    let hello = #"{"jsonrpc":"2.0","id":1,"method":"hello","params":{"client":"t","protocol":1}}"#
+
+    @Test func aPeerOutsideTheAllowListIsRefusedAndLogged() async throws {
+        let cluster = try await cluster(config: "allow-users = 65534\n")
+        defer { cluster.stop() }
+        try await RawConnection.with(cluster.socketPath) { raw in
+            let closing = try await raw.next()
+            #expect(closing.contains(#""method":"connection.closing""#))
+            #expect(closing.contains(#""code":-32002"#))
+            #expect(closing.contains("uid \(me)"))
+            await #expect(throws: (any Error).self) { try await raw.next(timeout: .seconds(5)) }
+        }
+        #expect(cluster.daemonLog.contains("client refused"))
+        #expect(cluster.daemonLog.contains("message_id=6c3a1e0f2b8d4f5a9e7c1d2b3a4f5e64"))
+
+        // A reload that allows this user lets the next connection in.
+        try "allow-users = 65534, \(me)\n".write(toFile: cluster.directory + "/livegated.conf", atomically: true, encoding: .utf8)
+        cluster.signalDaemon(SIGHUP)
+        try await eventually("the reloaded policy") { cluster.daemonLog.contains("configuration reloaded") }
+        try await RawConnection.with(cluster.socketPath) { raw in
+            try await raw.send(hello)
+            #expect(try await raw.next().contains(#""result":{"daemon":"livegated""#))
+        }
+    }
+
+    @Test func aReadOnlyPeerMayObserveButNotWrite() async throws {
+        let cluster = try await cluster(config: "read-only-users = \(me)\n")
+        defer { cluster.stop() }
+        try await RawConnection.with(cluster.socketPath) { raw in
+            try await raw.send(#"{"jsonrpc":"2.0","id":1,"method":"object.observe","params":{"collection":"notes","id":"ro"}}"#)
+            #expect(try await raw.next() == #"{"id":1,"jsonrpc":"2.0","result":{"token":1}}"#)
+            try await raw.send(#"{"jsonrpc":"2.0","id":2,"method":"object.update","params":{"collection":"notes","id":"ro","data":{"a":1}}}"#)
+            var answer = try await raw.next()
+            while answer.contains(#""method":"object.changed""#) { answer = try await raw.next() }
+            #expect(answer.hasPrefix(#"{"error":{"code":-32002,"#), "\(answer)")
+            #expect(answer.contains("may only read"))
+        }
+    }
+
+    @Test func tokenConnectionAndRateLimitsAreErrorsNotCrashes() async throws {
+        let cluster = try await cluster(config: "max-tokens-per-connection = 2\nmax-connections = 1\nmax-requests-per-second = 5\n")
+        defer { cluster.stop() }
+        try await RawConnection.with(cluster.socketPath) { raw in
+            for n in 1...3 {
+                try await raw.send(#"{"jsonrpc":"2.0","id":\#(n),"method":"object.observe","params":{"collection":"notes","id":"t\#(n)"}}"#)
+            }
+            var answers: [String] = []
+            while answers.count < 3 {
+                let line = try await raw.next()
+                if line.hasPrefix(#"{"error""#) || line.contains(#""result""#) { answers.append(line) }
+            }
+            #expect(answers[2].hasPrefix(#"{"error":{"code":-32003,"data":{"limit":"maxTokensPerConnection"}"#), "\(answers[2])")
+
+            // A second connection is one too many.
+            try await RawConnection.with(cluster.socketPath) { second in
+                let closing = try await second.next()
+                #expect(closing.contains(#""method":"connection.closing""#) && closing.contains(#""code":-32003"#))
+            }
+
+            // A burst past the rate: the excess is refused, the rest answered, the connection stays.
+            var burst = ""
+            for n in 10..<30 { burst += #"{"jsonrpc":"2.0","id":\#(n),"method":"hello","params":{"client":"t","protocol":1}}"# + "\n" }
+            try await raw.sendBytes(.init(string: burst))
+            var refused = 0
+            var answered = 0
+            while refused + answered < 20 {
+                let line = try await raw.next()
+                if line.contains(#""limit":"maxRequestsPerSecond""#) {
+                    refused += 1
+                } else if line.contains(#""daemon":"livegated""#) {
+                    answered += 1
+                }
+            }
+            #expect(refused > 0)
+            #expect(answered >= 1)
+        }
+    }
+}
