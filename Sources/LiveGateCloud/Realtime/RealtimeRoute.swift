@@ -53,7 +53,7 @@ struct RealtimeRoute: Sendable {
             request = try JSONDecoder().decode(RealtimeClientMessage.self, from: Data(text.utf8))
         } catch {
             subscriber.send(
-                Self.encode(
+                RealtimeHub.encode(
                     .error(ref: nil, code: .badRequest, message: "not a realtime request: expected {\"op\",\"ref\",\"topic\"}")
                 )
             )
@@ -69,16 +69,11 @@ struct RealtimeRoute: Sendable {
                 try await hub.resume(subscriber, to: request.topic, ref: request.ref, since: since, from: store)
             } catch {
                 logger.error("reading the event log failed", metadata: ["error": "\(error)"])
-                subscriber.send(Self.encode(.error(ref: request.ref, code: .internalError, message: "the event log could not be read")))
+                subscriber.send(RealtimeHub.encode(.error(ref: request.ref, code: .internalError, message: "the event log could not be read")))
             }
         case .unsubscribe:
-            hub.unsubscribe(subscriber, from: request.topic, ack: Self.encode(.ack(ref: request.ref)))
+            hub.unsubscribe(subscriber, from: request.topic, ack: RealtimeHub.encode(.ack(ref: request.ref)))
         }
     }
 
-    private static func encode(_ message: RealtimeServerMessage) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? String(decoding: encoder.encode(message), as: UTF8.self)) ?? "{}"
-    }
 }

@@ -50,19 +50,11 @@ struct ObjectRoutes: Sendable {
         }
 
         router.put("/v1/collections/:collection/objects/:id") { request, context -> Response in
-            _ = try auth.user(for: request)
-            let key = try Self.key(context)
-            let body = try await JSONResponse.decode(PutObjectRequest.self, from: request, limit: maxBodyBytes)
-            guard body.data.isObject else { throw CloudHTTPError.badRequest("\"data\" must be a JSON object") }
-            return try Self.respond(try await store.write(key, .replace(body.data), ifVersion: body.ifVersion), key, body.ifVersion)
+            try await writeData(request, context, what: "a JSON object", change: EntityStore.Change.replace)
         }
 
         router.patch("/v1/collections/:collection/objects/:id") { request, context -> Response in
-            _ = try auth.user(for: request)
-            let key = try Self.key(context)
-            let body = try await JSONResponse.decode(PutObjectRequest.self, from: request, limit: maxBodyBytes)
-            guard body.data.isObject else { throw CloudHTTPError.badRequest("\"data\" must be a JSON merge patch object") }
-            return try Self.respond(try await store.write(key, .merge(body.data), ifVersion: body.ifVersion), key, body.ifVersion)
+            try await writeData(request, context, what: "a JSON merge patch object", change: EntityStore.Change.merge)
         }
 
         router.delete("/v1/collections/:collection/objects/:id") { request, context -> Response in
@@ -83,6 +75,20 @@ struct ObjectRoutes: Sendable {
             (stats.logins, stats.refreshes) = auth.counts
             return try JSONResponse.make(.ok, stats)
         }
+    }
+
+    /// PUT and PATCH: a `{data, ifVersion?}` body whose data must be an object.
+    private func writeData(
+        _ request: Request,
+        _ context: BasicWebSocketRequestContext,
+        what: String,
+        change: (JSONValue) -> EntityStore.Change
+    ) async throws -> Response {
+        _ = try auth.user(for: request)
+        let key = try Self.key(context)
+        let body = try await JSONResponse.decode(PutObjectRequest.self, from: request, limit: maxBodyBytes)
+        guard body.data.isObject else { throw CloudHTTPError.badRequest("\"data\" must be \(what)") }
+        return try Self.respond(try await store.write(key, change(body.data), ifVersion: body.ifVersion), key, body.ifVersion)
     }
 
     private static func respond(_ outcome: EntityStore.WriteOutcome, _ key: EntityKey, _ ifVersion: Int64?) throws -> Response {

@@ -83,13 +83,7 @@ public actor Session {
         do {
             let response = try await cloud.login(LoginRequest(username: credentials.username, password: credentials.password))
             let before = machine.state
-            machine.loginSucceeded(
-                token: response.accessToken,
-                lifetime: .seconds(response.expiresIn),
-                refreshToken: response.refreshToken,
-                refreshLifetime: .seconds(response.refreshExpiresIn),
-                now: .now
-            )
+            adopt(response)
             logger.debug("logged in to the cloud", metadata: ["user": "\(response.userId)"])
             publishIfChanged(from: before)
         } catch let error where error.code == .unauthenticated {
@@ -116,14 +110,7 @@ public actor Session {
         }
         let before = machine.state
         do {
-            let response = try await cloud.refresh(RefreshRequest(refreshToken: refreshToken))
-            machine.loginSucceeded(
-                token: response.accessToken,
-                lifetime: .seconds(response.expiresIn),
-                refreshToken: response.refreshToken,
-                refreshLifetime: .seconds(response.refreshExpiresIn),
-                now: .now
-            )
+            adopt(try await cloud.refresh(RefreshRequest(refreshToken: refreshToken)))
             logger.debug("renewed the cloud session")
         } catch let error where error.code == .unauthenticated {
             logger.notice("the cloud refused the refresh token; logging in again")
@@ -135,6 +122,17 @@ public actor Session {
             throw error
         }
         publishIfChanged(from: before)
+    }
+
+    /// Takes the token pair of a login or refresh answer.
+    private func adopt(_ response: LoginResponse) {
+        machine.loginSucceeded(
+            token: response.accessToken,
+            lifetime: .seconds(response.expiresIn),
+            refreshToken: response.refreshToken,
+            refreshLifetime: .seconds(response.refreshExpiresIn),
+            now: .now
+        )
     }
 
     /// Ends the session: the cloud revokes the tokens (best effort), and the next request logs in again.
