@@ -51,15 +51,25 @@ public struct ObjectChangedBody: Codable, Sendable, Equatable {
     public var dataStatus: DataStatus
     public var loadingStatus: LoadingStatus
     public var error: RPCError?
+    /// `true` on a resync notice: the daemon cannot prove it saw every change since the previous
+    /// notification; the full state follows. Absent otherwise.
+    public var resync: Bool?
 
-    public init(snapshot: ObjectSnapshot?, dataStatus: DataStatus, loadingStatus: LoadingStatus, error: RPCError? = nil) {
+    public init(
+        snapshot: ObjectSnapshot?,
+        dataStatus: DataStatus,
+        loadingStatus: LoadingStatus,
+        error: RPCError? = nil,
+        resync: Bool? = nil
+    ) {
         self.snapshot = snapshot
         self.dataStatus = dataStatus
         self.loadingStatus = loadingStatus
         self.error = error
+        self.resync = resync
     }
 
-    private enum CodingKeys: String, CodingKey { case snapshot, dataStatus, loadingStatus, error }
+    private enum CodingKeys: String, CodingKey { case snapshot, dataStatus, loadingStatus, error, resync }
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
@@ -67,6 +77,7 @@ public struct ObjectChangedBody: Codable, Sendable, Equatable {
         try container.encode(dataStatus, forKey: .dataStatus)
         try container.encode(loadingStatus, forKey: .loadingStatus)
         try container.encodeIfPresent(error, forKey: .error)
+        if resync == true { try container.encode(true, forKey: .resync) }
     }
 }
 
@@ -77,6 +88,7 @@ public struct ObjectChangedParams: Decodable, Sendable, Equatable {
     public var dataStatus: DataStatus
     public var loadingStatus: LoadingStatus
     public var error: RPCError?
+    public var resync: Bool?
 }
 
 /// `connection.closing`: why the daemon is about to close this connection.

@@ -97,7 +97,7 @@ struct Watch: AsyncParsableCommand {
     }
 
     static func describe(_ change: ObjectChangedParams) -> String {
-        let status = "[\(change.dataStatus.rawValue), \(change.loadingStatus.rawValue)]"
+        let status = "[\(change.dataStatus.rawValue), \(change.loadingStatus.rawValue)\(change.resync == true ? ", resync" : "")]"
         var line: String
         if let snapshot = change.snapshot {
             line = "\(snapshot.collection)/\(snapshot.id) v\(snapshot.version) \(status) \(jsonText(snapshot.data))"

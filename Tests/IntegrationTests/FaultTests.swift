@@ -62,6 +62,31 @@ import Testing
         #expect(try await cluster.stats().fetches["notes/f1"] == 1)
     }
 
+    @Test func whenTheCloudCannotReplayObserversGetAResyncNoticeThenFullState() async throws {
+        let cluster = try await TestCluster.start(cloudArguments: ["--event-retention", "10"])
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        let token = try await cluster.login()
+        try await cluster.put("notes", "f4", ["v": 1], token: token)
+        try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "fault") { daemon in
+            let queue = Queue(try await daemon.observeObject(collection: "notes", id: "f4").changes)
+            var seen = try await changes(queue, until: "fresh v1") { $0.dataStatus == .fresh && $0.snapshot?.version == 1 }
+            // The link goes down; meanwhile the log moves far past what it keeps, and the object changes.
+            try await cluster.fault(#"{"dropConnections":true,"refuseConnectionsForMs":1000}"#)
+            try await eventually("the link to drop") { try await cluster.stats().connections == 0 }
+            for n in 1...100 { try await cluster.put("notes", "other", ["n": .number(Double(n))], token: token) }
+            try await cluster.put("notes", "f4", ["v": 2], token: token)
+
+            seen += try await changes(queue, until: "v2 after the resync") { $0.snapshot?.version == 2 && $0.loadingStatus == .loaded }
+            let notice = try #require(seen.firstIndex { $0.resync == true }, "an explicit resync notice: \(seen)")
+            let full = try #require(seen.lastIndex { $0.snapshot?.version == 2 })
+            #expect(notice < full, "the notice comes before the full state")
+            #expect(seen[notice].loadingStatus == .loading)
+            #expect(seen[full].resync == nil)
+        }
+        #expect(try await cluster.stats().fetches["notes/f4"] == 2, "the resync fetched the object again")
+    }
+
     @Test func failedFetchesAreRetriedUntilTheCloudAnswers() async throws {
         let cluster = try await TestCluster.start()
         defer { cluster.stop() }

@@ -103,6 +103,22 @@ private func entity(_ version: Int64, _ text: String = "v", deleted: Bool = fals
         #expect(change.dataStatus == .error)
     }
 
+    @Test func aResyncNoticeComesFirstThenOrdinaryState() throws {
+        var state = LiveObjectState()
+        _ = state.started(cached: nil, fetching: true)
+        _ = state.fetchSucceeded(entity(1))
+        let noticeEmitted = state.resyncStarted()
+        let notice = try #require(noticeEmitted)
+        #expect(notice.resync)
+        #expect(notice.loadingStatus == .loading)
+        #expect(notice.snapshot?.version == 1, "what the observer has is kept")
+        let afterEmitted = state.fetchSucceeded(entity(3))
+        let after = try #require(afterEmitted)
+        #expect(!after.resync)
+        #expect(after.snapshot?.version == 3)
+        #expect(after.loadingStatus == .loaded)
+    }
+
     @Test func deletionEventIsItsOwnState() throws {
         var state = LiveObjectState()
         _ = state.started(cached: nil, fetching: true)
@@ -142,6 +158,12 @@ private func entity(_ version: Int64, _ text: String = "v", deleted: Bool = fals
 
     @Test func onceWaitsForTheFetchWhenNothingIsCached() {
         #expect(admitted(ObserveOptions(once: true), [notExistLoading, fresh, fresh]) == [false, true, false])
+    }
+
+    @Test func onceIsNotSpentOnAResyncNotice() {
+        let notice = LiveObjectChange(snapshot: entity(2), dataStatus: .fresh, loadingStatus: .loading, resync: true)
+        #expect(admitted(ObserveOptions(once: true), [notice, fresh]) == [false, true])
+        #expect(admitted(ObserveOptions(), [notice, fresh]) == [true, true])
     }
 
     @Test func freshOnlyOnceFiresWithTheFreshVersion() {

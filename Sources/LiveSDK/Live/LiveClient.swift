@@ -212,9 +212,12 @@ public actor LiveClient {
             connectionStatus = status
             for observer in connectionObservers.values { observer(status) }
         case .connected(let needRefresh):
-            // Resumed topics had their missed events replayed; the others must be fetched again.
+            // Resumed topics had their missed events replayed. The others cannot prove they saw every change:
+            // their observers get a resync notice at once, and the full state once fetched.
             for topic in needRefresh {
-                guard case .object(let key) = topic, observations[key] != nil else { continue }
+                guard case .object(let key) = topic, let observation = observations[key] else { continue }
+                logger.notice("resync: continuity with the cloud could not be proven", metadata: ["key": "\(key)"])
+                observation.apply { $0.resyncStarted() }
                 commandSink.yield(.refresh(key))
             }
         case .entityChanged(_, let entity):

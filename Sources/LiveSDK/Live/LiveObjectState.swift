@@ -32,12 +32,17 @@ public struct LiveObjectChange: Sendable, Equatable {
     public var dataStatus: DataStatus
     public var loadingStatus: LoadingStatus
     public var error: LiveError?
+    /// A resync notice: the engine cannot prove it saw every change since the previous emission (the
+    /// realtime link was down and the cloud could not replay what was missed). The full state follows in
+    /// the next emission. Set on this one change only.
+    public var resync: Bool
 
-    public init(snapshot: Entity?, dataStatus: DataStatus, loadingStatus: LoadingStatus, error: LiveError? = nil) {
+    public init(snapshot: Entity?, dataStatus: DataStatus, loadingStatus: LoadingStatus, error: LiveError? = nil, resync: Bool = false) {
         self.snapshot = snapshot
         self.dataStatus = dataStatus
         self.loadingStatus = loadingStatus
         self.error = error
+        self.resync = resync
     }
 }
 
@@ -45,6 +50,7 @@ public struct LiveObjectChange: Sendable, Equatable {
 ///
 /// The order of emissions is fixed:
 /// 1. `started`: the cached version with `local`/`loading`, or `notExist`/`loading` when nothing is cached.
+///    (After a loss of continuity, a `resync` notice with `loading` takes this place, and 2. follows.)
 /// 2. The fetch's outcome: `fresh`/`loaded` (or `notExist`/`loaded`), or the kept data with `loadingStatus: error`.
 /// 3. Each realtime change with a higher version: `fresh`/`loaded` with the new snapshot.
 ///
@@ -71,6 +77,16 @@ public struct LiveObjectState: Sendable {
             knownVersion = cached.version
         }
         next.loadingStatus = fetching ? .loading : .notLoading
+        return commit(next, force: true)
+    }
+
+    /// Continuity was lost (see ``LiveObjectChange/resync``): the notice goes out at once, with
+    /// `loadingStatus: loading`, and a fetch follows.
+    public mutating func resyncStarted() -> LiveObjectChange? {
+        eventSinceFetchStarted = false
+        var next = current
+        next.loadingStatus = .loading
+        next.resync = true
         return commit(next, force: true)
     }
 
@@ -126,6 +142,8 @@ public struct LiveObjectState: Sendable {
     }
 
     private mutating func commit(_ next: LiveObjectChange, force: Bool = false) -> LiveObjectChange? {
+        var next = next
+        if !force { next.resync = false }  // a notice is one emission; what follows is ordinary state
         guard force || next != current else { return nil }
         current = next
         return next
@@ -162,6 +180,8 @@ public struct ObserverFilter: Sendable {
     /// Whether `change` goes to this observer. After a `once` observer's delivery, ``finished`` is true.
     public mutating func admit(_ change: LiveObjectChange) -> Bool {
         guard !finished else { return false }
+        // A once-observer's one notification carries data, not a notice that data follows.
+        if options.once && change.resync { return false }
         let awaitingFetch = change.loadingStatus == .loading && change.dataStatus != .fresh
         switch options.policy {
         case .localThenFresh:
