@@ -108,6 +108,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "CLiveGate", dependencies: ["CJSONC"]),
+        .executableTarget(name: "livegate-c-example", dependencies: ["CLiveGate", "CJSONC"]),
         .executableTarget(
             name: "livegatectl",
             dependencies: [

@@ -3,6 +3,7 @@
 import CJSONC
 import CLiveGate
 import Foundation
+import LiveCloudAPI
 import LiveJSON
 import Testing
 
@@ -75,5 +76,84 @@ private func dispatch(_ client: OpaquePointer, _ seen: Seen, seconds: Double = 2
         let message = error.map { String(cString: $0) } ?? ""
         free(error)
         #expect(message.contains("cannot connect to livegated at /nonexistent/livegate.sock"))
+    }
+}
+
+private let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().path
+
+private var valgrindAvailable: Bool {
+    FileManager.default.isExecutableFile(atPath: "/usr/bin/valgrind") && FileManager.default.isExecutableFile(atPath: "/usr/bin/cc")
+}
+
+/// The C example program, built by the system compiler as the installed library is, run under valgrind
+/// against the real daemon: it must see the live updates and end with no invalid access and no leak.
+@Suite(.serialized, .enabled(if: valgrindAvailable, "needs valgrind and cc")) struct CExampleValgrindTests {
+    /// Runs a command to completion; returns its exit status and output.
+    func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", arguments.joined(separator: " ")]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, output)
+    }
+
+    @Test func theExampleWatchesLiveUpdatesCleanlyUnderValgrind() async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        try await cluster.put("notes", "cv", ["v": 1])
+
+        let example = cluster.directory + "/livegate-c-example"
+        let build = try run([
+            "cc", "-std=c11", "-g", "-O1", "-Wall", "-Wextra", "-Werror",
+            "-I", packageRoot + "/Sources/CLiveGate/include",
+            packageRoot + "/Sources/CLiveGate/livegate.c", packageRoot + "/Sources/livegate-c-example/main.c",
+            "$(pkg-config --cflags --libs json-c)", "-o", example,
+        ])
+        #expect(build.status == 0, "\(build.output)")
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/valgrind")
+        process.arguments = [
+            "--error-exitcode=99", "--leak-check=full", "--errors-for-leak-kinds=definite,indirect",
+            example, "--socket", cluster.socketPath, "--until-version", "3", "notes", "cv",
+        ]
+        let stdout = Pipe()
+        let stderr = Pipe()
+        process.standardOutput = stdout
+        process.standardError = stderr
+        let lines = LineReader(stdout.fileHandleForReading)
+        try process.run()
+        // Whatever happens below, the example does not outlive the test.
+        defer { if process.isRunning { process.terminate() } }
+        let collected = ClusterBox<[String]>()
+        try await withTimeout(.seconds(60), "the example to see version 3") {
+            var seen: [String] = []
+            var wrote = false
+            for await line in lines.lines {
+                seen.append(line)
+                if !wrote, line.contains(#""dataStatus":"fresh""#) {
+                    wrote = true
+                    try await cluster.put("notes", "cv", ["v": 2])
+                    try await cluster.put("notes", "cv", ["v": 3])
+                }
+            }
+            collected.set(seen)
+        }
+        // Its stdout has closed: it is exiting (valgrind writes its report first).
+        let report = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(report)")
+        #expect(report.contains("ERROR SUMMARY: 0 errors"), "\(report)")
+        #expect(report.contains("All heap blocks were freed") || report.contains("definitely lost: 0 bytes"), "\(report)")
+        let seen = collected.get() ?? []
+        #expect(seen.contains { $0.contains(#""version":3"#) }, "\(seen)")
+        #expect(seen.allSatisfy { $0.hasPrefix(#"{"token":1,"#) })
     }
 }
