@@ -98,6 +98,7 @@ final class RealtimeHub: Sendable {
     /// published after the subscription follows the ack.
     func subscribe(_ subscriber: RealtimeSubscriber, to topic: Topic, ref: Int64) {
         state.withLock { state in
+            guard state.subscribers[subscriber.id] != nil else { return }
             state.topics[topic, default: []].insert(subscriber.id)
             subscriber.send(Self.encode(.ack(ref: ref, seq: state.lastPublished)))
         }
@@ -114,12 +115,13 @@ final class RealtimeHub: Sendable {
         from store: EntityStore
     ) async throws {
         let subscription = SubscriptionKey(subscriber: subscriber.id, topic: topic)
-        let head = state.withLock { state -> Int64 in
+        let registered = state.withLock { state -> Int64? in
+            guard state.subscribers[subscriber.id] != nil else { return nil }  // already disconnected
             state.topics[topic, default: []].insert(subscriber.id)
             state.replaying[subscription] = []
             return state.lastPublished
         }
-        guard case .object(let key) = topic else { return }
+        guard let head = registered, case .object(let key) = topic else { return }
         let log: (events: [(seq: Int64, entity: Entity)], oldest: Int64?)
         do {
             log = try await store.events(of: key, after: since, upTo: head)
@@ -134,7 +136,12 @@ final class RealtimeHub: Sendable {
         let continuous = since <= head && since + 1 >= (log.oldest ?? head + 1)
         state.withLock { state in
             let buffered = state.replaying.removeValue(forKey: subscription) ?? []
-            guard state.subscribers[subscriber.id] != nil else { return }
+            guard state.subscribers[subscriber.id] != nil else {
+                // Disconnected while the log was read: leave no trace in the topic.
+                state.topics[topic]?.remove(subscriber.id)
+                if state.topics[topic]?.isEmpty == true { state.topics[topic] = nil }
+                return
+            }
             subscriber.send(Self.encode(.ack(ref: ref, seq: head, resync: continuous ? nil : true)))
             if continuous {
                 for event in log.events where subscriber.send(Self.encode(.event(seq: event.seq, topic: topic, entity: event.entity))) {
