@@ -89,18 +89,9 @@ private var valgrindAvailable: Bool {
 /// The C example program, built by the system compiler as the installed library is, run under valgrind
 /// against the real daemon: it must see the live updates and end with no invalid access and no leak.
 @Suite(.serialized, .enabled(if: valgrindAvailable, "needs valgrind and cc")) struct CExampleValgrindTests {
-    /// Runs a command to completion; returns its exit status and output.
+    /// Runs a shell command line to completion; returns its exit status and output.
     func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", arguments.joined(separator: " ")]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, output)
+        try runToCompletion("/bin/sh", ["-c", arguments.joined(separator: " ")])
     }
 
     @Test func theExampleWatchesLiveUpdatesCleanlyUnderValgrind() async throws {

@@ -64,17 +64,9 @@ struct HardenedDaemonTests {
             r["root"] = os.listdir("/root")
             print(json.dumps(r))
             """#
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: scripts + "/run-hardened")
-        process.arguments = [directory, "--", "/usr/bin/python3", "-c", probe]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
-        let result = try #require(try JSONSerialization.jsonObject(with: output) as? [String: Any])
+        let probed = try runToCompletion(scripts + "/run-hardened", [directory, "--", "/usr/bin/python3", "-c", probe], includingErrors: false)
+        #expect(probed.status == 0)
+        let result = try #require(try JSONSerialization.jsonObject(with: Data(probed.output.utf8)) as? [String: Any])
         #expect(result["uid"] as? Int == 65534, "not root")
         #expect(result["systemWritable"] as? Bool == false, "ProtectSystem=strict")
         #expect(result["stateWritable"] as? Bool == true, "the state directory stays writable")

@@ -81,16 +81,12 @@ private var canStartJournald: Bool {
     }
 
     static func journalEntries(pid: Int32) throws -> [[String: String]] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/journalctl")
-        process.arguments = ["--no-pager", "--directory=/run/log/journal", "-o", "json", "_PID=\(pid)"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap { line in
+        let read = try runToCompletion(
+            "/bin/journalctl",
+            ["--no-pager", "--directory=/run/log/journal", "-o", "json", "_PID=\(pid)"],
+            includingErrors: false
+        )
+        return read.output.split(separator: "\n").compactMap { line in
             guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return nil }
             return object.compactMapValues { $0 as? String }
         }

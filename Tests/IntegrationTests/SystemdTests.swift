@@ -147,16 +147,7 @@ import Testing
         try "log_level = info\n".write(toFile: typo, atomically: true, encoding: .utf8)
 
         func check(_ path: String) throws -> (status: Int32, output: String) {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: TestCluster.binDirectory + "/livegated")
-            process.arguments = ["--check-config", path]
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            process.standardError = pipe
-            try process.run()
-            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            return (process.terminationStatus, output)
+            try runToCompletion(TestCluster.binDirectory + "/livegated", ["--check-config", path])
         }
         #expect(try check(example).status == 0, "the shipped example is valid")
         let badResult = try check(bad)

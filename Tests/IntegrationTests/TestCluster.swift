@@ -325,3 +325,18 @@ func eventually(
         while try await !condition() { try await Task.sleep(for: .milliseconds(20)) }
     }
 }
+
+/// Runs a program to completion and returns its exit status and standard output (with standard error
+/// too when `includingErrors`, else discarded).
+func runToCompletion(_ executable: String, _ arguments: [String], includingErrors: Bool = true) throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = includingErrors ? pipe : FileHandle(forWritingAtPath: "/dev/null")
+    try process.run()
+    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    return (process.terminationStatus, output)
+}
