@@ -40,9 +40,10 @@ let package = Package(
 
         // Wire formats.
         .target(name: "LiveJSON", swiftSettings: swiftSettings),
+        .target(name: "LiveChangeSet", swiftSettings: swiftSettings),
         .target(
             name: "LiveGateProtocol",
-            dependencies: ["LiveJSON", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: ["LiveJSON", "LiveChangeSet", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: swiftSettings
         ),
         .target(name: "LiveCloudAPI", dependencies: ["LiveJSON"], swiftSettings: swiftSettings),
@@ -51,7 +52,7 @@ let package = Package(
         .target(
             name: "LiveSDK",
             dependencies: [
-                "LiveCloudAPI", "LiveJSON",
+                "LiveCloudAPI", "LiveJSON", "LiveChangeSet",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -76,7 +77,7 @@ let package = Package(
         .target(
             name: "LiveGateDaemon",
             dependencies: [
-                "LiveGateProtocol", "LiveSDK", "LiveGateSystemd", "LiveJSON", "LiveCloudAPI",
+                "LiveGateProtocol", "LiveSDK", "LiveGateSystemd", "LiveJSON", "LiveCloudAPI", "LiveChangeSet",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -101,7 +102,7 @@ let package = Package(
         .target(
             name: "LiveGateClient",
             dependencies: [
-                "LiveGateProtocol", "LiveJSON",
+                "LiveGateProtocol", "LiveJSON", "LiveChangeSet",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -146,7 +147,7 @@ let package = Package(
 
         // Tests.
         .testTarget(name: "LiveGateProtocolTests", dependencies: ["LiveGateProtocol"], swiftSettings: swiftSettings),
-        .testTarget(name: "LiveSDKTests", dependencies: ["LiveSDK", "LiveCloudAPI"], swiftSettings: swiftSettings),
+        .testTarget(name: "LiveSDKTests", dependencies: ["LiveSDK", "LiveCloudAPI", "LiveChangeSet", "LiveJSON"], swiftSettings: swiftSettings),
         .testTarget(
             name: "LiveGateDaemonTests",
             dependencies: ["LiveGateDaemon", "LiveGateProtocol", .product(name: "NIOCore", package: "swift-nio")],
@@ -155,7 +156,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "LiveGateClient", "LiveGateProtocol", "LiveCloudAPI", "LiveJSON", "CLiveGate", "CJSONC",
+                "LiveGateClient", "LiveGateProtocol", "LiveCloudAPI", "LiveJSON", "LiveChangeSet", "CLiveGate", "CJSONC",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
