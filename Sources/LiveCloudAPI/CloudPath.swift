@@ -7,5 +7,7 @@ public enum CloudPath {
     public static let logout = "/v1/auth/logout"
     public static let stats = "/v1/stats"
     public static let realtime = "/v1/realtime"
+    /// `GET`: a page of a query over the collection.
+    public static func objects(_ collection: String) -> String { "/v1/collections/\(collection)/objects" }
     public static func object(_ key: EntityKey) -> String { "/v1/collections/\(key.collection)/objects/\(key.id)" }
 }

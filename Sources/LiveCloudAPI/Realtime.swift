@@ -4,15 +4,33 @@
 public enum Topic: Hashable, Sendable, CustomStringConvertible {
     /// Every change of one object: `object:<collection>/<id>`.
     case object(EntityKey)
+    /// Every change of every object of one collection: `collection:<collection>`. Query results are kept
+    /// current from it (the client evaluates the query on each change).
+    case collection(String)
 
     public var description: String {
         switch self {
         case .object(let key): "object:\(key.collection)/\(key.id)"
+        case .collection(let collection): "collection:\(collection)"
+        }
+    }
+
+    /// The collection the topic's changes belong to.
+    public var collection: String {
+        switch self {
+        case .object(let key): key.collection
+        case .collection(let collection): collection
         }
     }
 
     /// Parses the wire form; `nil` when it names no known kind of topic or has invalid names.
     public init?(_ string: String) {
+        if string.hasPrefix("collection:") {
+            let name = String(string.dropFirst("collection:".count))
+            guard EntityKey.isValidName(name) else { return nil }
+            self = .collection(name)
+            return
+        }
         guard string.hasPrefix("object:") else { return nil }
         let rest = string.dropFirst("object:".count)
         let parts = rest.split(separator: "/", omittingEmptySubsequences: false)

@@ -12,12 +12,7 @@ import Testing
     func call(_ cluster: TestCluster, _ method: HTTPMethod, _ path: String, json: String? = nil, token: String? = nil) async throws
         -> (status: Int, body: String)
     {
-        var request = HTTPClientRequest(url: cluster.cloudURL + path)
-        request.method = method
-        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
-        if let json { request.body = .bytes(ByteBuffer(string: json)) }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
-        return (Int(response.status.code), String(buffer: try await response.body.collect(upTo: 1 << 20)))
+        try await cluster.call(method, path, json: json, token: token)
     }
 
     func decode<T: Decodable>(_ type: T.Type, _ body: String) throws -> T {

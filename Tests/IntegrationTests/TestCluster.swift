@@ -230,6 +230,16 @@ final class TestCluster: Sendable {
         try await http(.GET, CloudPath.stats)
     }
 
+    /// A raw REST call: the status and the body as text, whatever they are.
+    func call(_ method: HTTPMethod, _ path: String, json: String? = nil, token: String? = nil) async throws -> (status: Int, body: String) {
+        var request = HTTPClientRequest(url: cloudURL + path)
+        request.method = method
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        if let json { request.body = .bytes(ByteBuffer(string: json)) }
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        return (Int(response.status.code), String(buffer: try await response.body.collect(upTo: 1 << 24)))
+    }
+
     private func http<T: Decodable>(_ method: HTTPMethod, _ path: String, body: Data? = nil, token: String? = nil) async throws -> T {
         var request = HTTPClientRequest(url: cloudURL + path)
         request.method = method

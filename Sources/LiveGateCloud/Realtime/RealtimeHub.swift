@@ -121,10 +121,10 @@ final class RealtimeHub: Sendable {
             state.replaying[subscription] = []
             return state.lastPublished
         }
-        guard let head = registered, case .object(let key) = topic else { return }
+        guard let head = registered else { return }
         let log: (events: [(seq: Int64, entity: Entity)], oldest: Int64?)
         do {
-            log = try await store.events(of: key, after: since, upTo: head)
+            log = try await store.events(of: topic, after: since, upTo: head)
         } catch {
             state.withLock { state in
                 state.replaying[subscription] = nil
@@ -161,26 +161,28 @@ final class RealtimeHub: Sendable {
         }
     }
 
-    /// Publishes a committed write to the subscribers of the entity's topic.
+    /// Publishes a committed write to the subscribers of the entity's topic and of its collection's topic.
+    /// Each message is encoded once, whatever the number of subscribers.
     func publish(seq: Int64, entity: Entity) {
-        let topic = Topic.object(entity.key)
-        let text: String
-        do {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            text = String(decoding: try encoder.encode(RealtimeServerMessage.event(seq: seq, topic: topic, entity: entity)), as: UTF8.self)
-        } catch {
-            return
+        let topics = [Topic.object(entity.key), Topic.collection(entity.collection)]
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        var encoded: [(Topic, String)] = []
+        for topic in topics {
+            guard let data = try? encoder.encode(RealtimeServerMessage.event(seq: seq, topic: topic, entity: entity)) else { return }
+            encoded.append((topic, String(decoding: data, as: UTF8.self)))
         }
         state.withLock { state in
             state.lastPublished = max(state.lastPublished, seq)
-            guard let ids = state.topics[topic] else { return }
-            for id in ids {
-                let subscription = SubscriptionKey(subscriber: id, topic: topic)
-                if state.replaying[subscription] != nil {
-                    state.replaying[subscription]?.append((seq, text))
-                } else if state.subscribers[id]?.send(text) == true {
-                    state.eventsSent += 1
+            for (topic, text) in encoded {
+                guard let ids = state.topics[topic] else { continue }
+                for id in ids {
+                    let subscription = SubscriptionKey(subscriber: id, topic: topic)
+                    if state.replaying[subscription] != nil {
+                        state.replaying[subscription]?.append((seq, text))
+                    } else if state.subscribers[id]?.send(text) == true {
+                        state.eventsSent += 1
+                    }
                 }
             }
         }
@@ -199,6 +201,11 @@ final class RealtimeHub: Sendable {
 
     func recordFetch(_ key: EntityKey) {
         state.withLock { $0.fetches[key.description, default: 0] += 1 }
+    }
+
+    /// Counts a query page read, under `query:<canonical query>`.
+    func recordQuery(_ query: CollectionQuery) {
+        state.withLock { $0.fetches["query:" + query.canonicalText, default: 0] += 1 }
     }
 
     func stats() -> CloudStats {

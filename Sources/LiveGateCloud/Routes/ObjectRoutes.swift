@@ -1,12 +1,13 @@
 // Licensed under the Apache License, Version 2.0.
 
+import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdWebSocket
 import LiveCloudAPI
 import LiveJSON
 
-/// `POST /v1/auth/login`, `GET|PUT /v1/collections/{collection}/objects/{id}`, `GET /v1/stats`.
+/// Auth, `GET /v1/collections/{collection}/objects` (queries), object reads and writes, `GET /v1/stats`.
 struct ObjectRoutes: Sendable {
     let auth: AuthService
     let store: EntityStore
@@ -37,6 +38,13 @@ struct ObjectRoutes: Sendable {
         router.post(RouterPath(CloudPath.logout)) { request, _ -> Response in
             auth.logout(accessToken: try auth.bearerToken(of: request))
             return Response(status: .noContent)
+        }
+
+        router.get("/v1/collections/:collection/objects") { request, context -> Response in
+            _ = try auth.user(for: request)
+            let (query, page, limit) = try Self.queryRequest(request, context)
+            hub.recordQuery(query)
+            return try JSONResponse.make(.ok, try await store.query(query, page: page, limit: limit))
         }
 
         router.get("/v1/collections/:collection/objects/:id") { request, context -> Response in
@@ -104,6 +112,62 @@ struct ObjectRoutes: Sendable {
                 currentVersion: currentVersion
             )
         }
+    }
+
+    /// The query of `GET /v1/collections/{collection}/objects`: `where` (a JSON object of field → value),
+    /// `sort` (a field, `-field` for descending), `limit` (1-100, default 20), and at most one of `after`,
+    /// `before` (cursors) and `last=true`.
+    private static func queryRequest(_ request: Request, _ context: BasicWebSocketRequestContext) throws -> (
+        CollectionQuery, PageRequest, Int
+    ) {
+        let parameters = request.uri.queryParameters
+        let known: Set<String> = ["where", "sort", "limit", "after", "before", "last"]
+        if let unknown = parameters.map({ String($0.key) }).first(where: { !known.contains($0) }) {
+            throw CloudHTTPError.badRequest("unknown query parameter \"\(unknown)\" (known: \(known.sorted().joined(separator: ", ")))")
+        }
+        var query = CollectionQuery(collection: try context.parameters.require("collection"))
+        if let text = parameters["where"] {
+            guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(String(text).utf8)),
+                case .object(let filters) = value
+            else {
+                throw CloudHTTPError.badRequest("where must be a JSON object of field names and values, like {\"channel\":\"c1\"}")
+            }
+            query.where = filters
+        }
+        if let text = parameters["sort"].map(String.init) {
+            query.sort = text.hasPrefix("-") ? QuerySort(field: String(text.dropFirst()), descending: true) : QuerySort(field: text)
+        }
+        if let problem = query.problem { throw CloudHTTPError.badRequest(problem) }
+        var limit = 20
+        if let text = parameters["limit"] {
+            guard let value = Int(String(text)), (1...100).contains(value) else {
+                throw CloudHTTPError.badRequest("limit must be a whole number from 1 to 100, not \(text)")
+            }
+            limit = value
+        }
+        let cursorParameters = ["after", "before", "last"].filter { parameters[Substring($0)] != nil }
+        guard cursorParameters.count <= 1 else {
+            throw CloudHTTPError.badRequest("give at most one of after, before and last (got \(cursorParameters.joined(separator: ", ")))")
+        }
+        func position(_ name: String) throws -> QueryPosition? {
+            guard let text = parameters[Substring(name)] else { return nil }
+            guard let position = QueryPosition(cursor: String(text)) else {
+                throw CloudHTTPError.badRequest("\(name) is not a cursor: pass a nextCursor or previousCursor from an earlier page")
+            }
+            return position
+        }
+        let page: PageRequest
+        if let after = try position("after") {
+            page = .after(after)
+        } else if let before = try position("before") {
+            page = .before(before)
+        } else if let last = parameters["last"] {
+            guard last == "true" else { throw CloudHTTPError.badRequest("last must be true when given, not \(last)") }
+            page = .last
+        } else {
+            page = .first
+        }
+        return (query, page, limit)
     }
 
     private static func key(_ context: BasicWebSocketRequestContext) throws -> EntityKey {

@@ -30,21 +30,74 @@ final class EntityStore: Sendable {
         try pool.read { db in try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'event'") ?? 0 }
     }
 
-    /// The events of one object with `after < seq <= upTo`, in order, and the oldest sequence number the log
-    /// still holds (`nil` when it holds none).
-    func events(of key: EntityKey, after: Int64, upTo: Int64) async throws -> (events: [(seq: Int64, entity: Entity)], oldest: Int64?) {
+    /// The events of a topic (one object, or a whole collection) with `after < seq <= upTo`, in order, and the
+    /// oldest sequence number the log still holds (`nil` when it holds none).
+    func events(of topic: Topic, after: Int64, upTo: Int64) async throws -> (events: [(seq: Int64, entity: Entity)], oldest: Int64?) {
         try await pool.read { db in
             let oldest = try Int64.fetchOne(db, sql: "SELECT MIN(seq) FROM event")
-            let rows = try Row.fetchAll(
-                db,
-                sql: "SELECT seq, entity FROM event WHERE collection = ? AND id = ? AND seq > ? AND seq <= ? ORDER BY seq",
-                arguments: [key.collection, key.id, after, upTo]
-            )
+            let rows: [Row]
+            switch topic {
+            case .object(let key):
+                rows = try Row.fetchAll(
+                    db,
+                    sql: "SELECT seq, entity FROM event WHERE collection = ? AND id = ? AND seq > ? AND seq <= ? ORDER BY seq",
+                    arguments: [key.collection, key.id, after, upTo]
+                )
+            case .collection(let collection):
+                rows = try Row.fetchAll(
+                    db,
+                    sql: "SELECT seq, entity FROM event WHERE collection = ? AND seq > ? AND seq <= ? ORDER BY seq",
+                    arguments: [collection, after, upTo]
+                )
+            }
             let events = try rows.map { row -> (seq: Int64, entity: Entity) in
                 let text: String = row["entity"]
                 return (row["seq"], try JSONDecoder().decode(Entity.self, from: Data(text.utf8)))
             }
             return (events, oldest)
+        }
+    }
+
+    /// One page of a query's result, with the total count and the cursors around it (see `CollectionQuery`
+    /// for the order, which the SQL here must follow exactly).
+    func query(_ query: CollectionQuery, page: PageRequest, limit: Int) async throws -> QueryPage {
+        let sql = QuerySQL(query)
+        return try await pool.read { db in
+            let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM entity WHERE \(sql.filter)", arguments: sql.filterArguments) ?? 0
+            var condition = sql.filter
+            var arguments = sql.filterArguments
+            let forward: Bool
+            switch page {
+            case .first, .last:
+                forward = page == .first
+            case .after(let position):
+                forward = true
+                condition += " AND \(sql.comparison(after: true))"
+                arguments += sql.arguments(for: position)
+            case .before(let position):
+                forward = false
+                condition += " AND \(sql.comparison(after: false))"
+                arguments += sql.arguments(for: position)
+            }
+            let rows = try Row.fetchAll(
+                db,
+                sql: "SELECT * FROM entity WHERE \(condition) ORDER BY \(sql.order(forward: forward)) LIMIT ?",
+                arguments: arguments + [limit]
+            )
+            var items = try rows.map(Self.entity(from:))
+            if !forward { items.reverse() }
+            func exists(_ after: Bool, _ entity: Entity) throws -> Bool {
+                try Bool.fetchOne(
+                    db,
+                    sql: "SELECT EXISTS (SELECT 1 FROM entity WHERE \(sql.filter) AND \(sql.comparison(after: after)))",
+                    arguments: sql.filterArguments + sql.arguments(for: query.position(of: entity))
+                ) ?? false
+            }
+            var nextCursor: String?
+            var previousCursor: String?
+            if let last = items.last, try exists(true, last) { nextCursor = query.position(of: last).cursor }
+            if let first = items.first, try exists(false, first) { previousCursor = query.position(of: first).cursor }
+            return QueryPage(items: items, count: count, nextCursor: nextCursor, previousCursor: previousCursor)
         }
     }
 
@@ -71,6 +124,9 @@ final class EntityStore: Sendable {
         }
         migrator.registerMigration("v2-event-by-object") { db in
             try db.create(index: "event_by_object", on: "event", columns: ["collection", "id", "seq"])
+        }
+        migrator.registerMigration("v3-event-by-collection") { db in
+            try db.create(index: "event_by_collection", on: "event", columns: ["collection", "seq"])
         }
         return migrator
     }

@@ -1,0 +1,101 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Foundation
+import LiveCloudAPI
+import LiveJSON
+import NIOHTTP1
+import Testing
+
+/// Queries over the cloud's REST API: equality filters, order, cursor pages both ways, bad input.
+@Suite(.serialized) struct CloudQueryTests {
+    func page(_ cluster: TestCluster, _ token: String, _ collection: String, _ parameters: String) async throws -> QueryPage {
+        let response = try await cluster.call(.GET, CloudPath.objects(collection) + "?" + parameters, token: token)
+        #expect(response.status == 200, "\(parameters): \(response.body)")
+        return try JSONDecoder().decode(QueryPage.self, from: Data(response.body.utf8))
+    }
+
+    static func encoded(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? text
+    }
+
+    @Test func filtersSortsAndPagesBothWays() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false)
+        defer { cluster.stop() }
+        let token = try await cluster.login()
+        // 25 messages in channel c1 with ranks 24…0 (so rank order is the reverse of id order), 5 in c2.
+        for n in 0..<25 {
+            try await cluster.put("messages", String(format: "m%02d", n), ["channel": "c1", "rank": .number(Double(24 - n))], token: token)
+        }
+        for n in 0..<5 { try await cluster.put("messages", "x\(n)", ["channel": "c2", "rank": .number(Double(n))], token: token) }
+        let filter = "where=" + Self.encoded(#"{"channel":"c1"}"#)
+
+        let first = try await page(cluster, token, "messages", filter + "&sort=rank&limit=10")
+        #expect(first.count == 25)
+        #expect(first.items.map(\.id) == (15...24).reversed().map { String(format: "m%02d", $0) })
+        #expect(first.previousCursor == nil)
+        let cursor = try #require(first.nextCursor)
+
+        // A concurrent insert before the cursor does not shift the next page.
+        try await cluster.put("messages", "early", ["channel": "c1", "rank": -1], token: token)
+        let second = try await page(cluster, token, "messages", filter + "&sort=rank&limit=10&after=" + cursor)
+        #expect(second.items.map(\.id) == (5...14).reversed().map { String(format: "m%02d", $0) })
+        #expect(second.count == 26)
+        let third = try await page(cluster, token, "messages", filter + "&sort=rank&limit=10&after=" + (second.nextCursor ?? ""))
+        #expect(third.items.map(\.id) == (0...4).reversed().map { String(format: "m%02d", $0) })
+        #expect(third.nextCursor == nil)
+
+        // Backwards from the end (descending rank: m00 first, "early" last), and to the page before.
+        let last = try await page(cluster, token, "messages", filter + "&sort=-rank&limit=4&last=true")
+        #expect(last.items.map(\.id) == ["m22", "m23", "m24", "early"])
+        let beforeLast = try await page(cluster, token, "messages", filter + "&sort=-rank&limit=4&before=" + (last.previousCursor ?? ""))
+        #expect(beforeLast.items.map(\.id) == ["m18", "m19", "m20", "m21"])
+        #expect(beforeLast.nextCursor != nil && beforeLast.previousCursor != nil)
+
+        // Without a sort, ids in byte order; deleted objects are not in results.
+        try await cluster.delete("messages", "x1")
+        let others = try await page(cluster, token, "messages", "where=" + Self.encoded(#"{"channel":"c2"}"#))
+        #expect(others.items.map(\.id) == ["x0", "x2", "x3", "x4"])
+        #expect(try await cluster.stats().fetches.keys.contains { $0.hasPrefix("query:") })
+    }
+
+    @Test func filterValuesAreTyped() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false)
+        defer { cluster.stop() }
+        let token = try await cluster.login()
+        try await cluster.put("t", "a", ["flag": true, "n": 1], token: token)
+        try await cluster.put("t", "b", ["flag": 1, "n": "1"], token: token)
+        try await cluster.put("t", "c", ["n": .null], token: token)
+        try await cluster.put("t", "d", [:], token: token)
+        func ids(_ whereJSON: String) async throws -> [String] {
+            try await page(cluster, token, "t", "where=" + Self.encoded(whereJSON)).items.map(\.id)
+        }
+        #expect(try await ids(#"{"flag":true}"#) == ["a"])
+        #expect(try await ids(#"{"flag":1}"#) == ["b"])
+        #expect(try await ids(#"{"n":1}"#) == ["a"])
+        #expect(try await ids(#"{"n":"1"}"#) == ["b"])
+        #expect(try await ids(#"{"n":null}"#) == ["c", "d"])
+        // Mixed kinds sort as specified: missing/null, numbers, strings.
+        let sorted = try await page(cluster, token, "t", "sort=n").items.map(\.id)
+        #expect(sorted == ["c", "d", "a", "b"])
+        let query = CollectionQuery(collection: "t", sort: QuerySort(field: "n"))
+        let entities = try await page(cluster, token, "t", "sort=n").items
+        #expect(entities.sorted { query.areInIncreasingOrder(query.position(of: $0), query.position(of: $1)) }.map(\.id) == sorted)
+    }
+
+    @Test func badQueriesAreRefusedWithReasons() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false)
+        defer { cluster.stop() }
+        let token = try await cluster.login()
+        for parameters in [
+            "limit=0", "limit=101", "limit=ten", "after=not-a-cursor", "where=%7B", "where=%5B1%5D",
+            "where=" + Self.encoded(#"{"a.b":1}"#), "where=" + Self.encoded(#"{"a":[1]}"#), "sort=1abc",
+            "sort=" + Self.encoded("x'--"), "colour=red", "last=yes", "last=true&after=abc",
+        ] {
+            let response = try await cluster.call(.GET, CloudPath.objects("t") + "?" + parameters, token: token)
+            #expect(response.status == 400, "\(parameters)")
+            let error = try? JSONDecoder().decode(ErrorResponse.self, from: Data(response.body.utf8))
+            #expect(error?.error.code == .badRequest, "\(parameters): \(response.body)")
+        }
+        #expect(try await cluster.call(.GET, CloudPath.objects("t")).status == 401)
+    }
+}
