@@ -36,34 +36,91 @@ final class CacheStore: Sendable {
                 table.primaryKey(["collection", "id"])
             }
         }
+        migrator.registerMigration("v2-query-results") { db in
+            try db.create(table: "queryResult") { table in
+                table.primaryKey("window", .text)
+                table.column("ids", .text).notNull()
+                table.column("hasNext", .boolean).notNull()
+                table.column("hasPrevious", .boolean).notNull()
+                table.column("count", .integer).notNull()
+            }
+        }
         return migrator
+    }
+
+    /// A query window's result as last fetched: the ordered ids (entities are in the entity table).
+    struct QueryResult: Sendable, Codable {
+        var ids: [String]
+        var hasNext: Bool
+        var hasPrevious: Bool
+        var count: Int
+    }
+
+    /// The cached result of a window, with its entities in order (ids whose entity is no longer cached, or is
+    /// deleted, are left out).
+    func queryResult(_ window: String, collection: String) async throws(LiveError) -> (QueryResult, [Entity])? {
+        do {
+            return try await pool.read { db -> (QueryResult, [Entity])? in
+                guard let row = try Row.fetchOne(db, sql: "SELECT * FROM queryResult WHERE window = ?", arguments: [window]) else {
+                    return nil
+                }
+                let idsText: String = row["ids"]
+                let ids = try JSONDecoder().decode([String].self, from: Data(idsText.utf8))
+                var entities: [Entity] = []
+                for id in ids {
+                    if let entity = try Self.entity(db, EntityKey(collection: collection, id: id)), !entity.deleted {
+                        entities.append(entity)
+                    }
+                }
+                return (QueryResult(ids: ids, hasNext: row["hasNext"], hasPrevious: row["hasPrevious"], count: row["count"]), entities)
+            }
+        } catch {
+            throw LiveError(code: .cacheFailure, message: "reading a query result from the cache at \(path) failed: \(error)")
+        }
+    }
+
+    /// Stores a window's result and its entities (each only if newer than what the cache holds).
+    func storeQueryResult(_ window: String, _ result: QueryResult, entities: [Entity]) async throws(LiveError) {
+        for entity in entities { try await store(entity) }
+        do {
+            let ids = String(decoding: try JSONEncoder().encode(result.ids), as: UTF8.self)
+            try await pool.write { db in
+                try db.execute(
+                    sql: "INSERT OR REPLACE INTO queryResult (window, ids, hasNext, hasPrevious, count) VALUES (?, ?, ?, ?, ?)",
+                    arguments: [window, ids, result.hasNext, result.hasPrevious, result.count]
+                )
+            }
+        } catch {
+            throw LiveError(code: .cacheFailure, message: "writing a query result to the cache at \(path) failed: \(error)")
+        }
+    }
+
+    private static func entity(_ db: Database, _ key: EntityKey) throws -> Entity? {
+        guard
+            let row = try Row.fetchOne(db, sql: "SELECT * FROM entity WHERE collection = ? AND id = ?", arguments: [key.collection, key.id])
+        else { return nil }
+        let text: String = row["data"]
+        return Entity(
+            collection: row["collection"],
+            id: row["id"],
+            version: row["version"],
+            data: try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)),
+            createdAt: row["createdAt"],
+            updatedAt: row["updatedAt"],
+            deleted: row["deleted"]
+        )
     }
 
     /// The cached entity, if any; records the access for eviction.
     func entity(_ key: EntityKey) async throws(LiveError) -> Entity? {
         do {
             return try await pool.write { db -> Entity? in
-                guard
-                    let row = try Row.fetchOne(
-                        db,
-                        sql: "SELECT * FROM entity WHERE collection = ? AND id = ?",
-                        arguments: [key.collection, key.id]
-                    )
-                else { return nil }
+                guard let entity = try Self.entity(db, key) else { return nil }
                 try db.execute(
                     sql: "UPDATE entity SET lastAccess = ? WHERE collection = ? AND id = ?",
                     arguments: [Date().timeIntervalSince1970, key.collection, key.id]
                 )
-                let text: String = row["data"]
-                return Entity(
-                    collection: row["collection"],
-                    id: row["id"],
-                    version: row["version"],
-                    data: try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)),
-                    createdAt: row["createdAt"],
-                    updatedAt: row["updatedAt"],
-                    deleted: row["deleted"]
-                )
+                return entity
             }
         } catch {
             throw LiveError(code: .cacheFailure, message: "reading \(key) from the cache at \(path) failed: \(error)")

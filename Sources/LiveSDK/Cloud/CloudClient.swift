@@ -66,6 +66,29 @@ struct CloudClient: Sendable {
         return try Self.decode(Entity.self, from: body, what: "deletion of \(key)")
     }
 
+    /// One page of a query.
+    func query(_ query: CollectionQuery, _ page: PageRequest, limit: Int, token: String) async throws(LiveError) -> QueryPage {
+        var parameters: [String] = ["limit=\(limit)"]
+        func encoded(_ text: String) -> String { text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? text }
+        if !query.where.isEmpty {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            let text = (try? encoder.encode(query.where)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+            parameters.append("where=" + encoded(text))
+        }
+        if let sort = query.sort { parameters.append("sort=" + (sort.descending ? "-" : "") + sort.field) }
+        switch page {
+        case .first: break
+        case .last: parameters.append("last=true")
+        case .after(let position): parameters.append("after=" + position.cursor)
+        case .before(let position): parameters.append("before=" + position.cursor)
+        }
+        let path = CloudPath.objects(query.collection) + "?" + parameters.joined(separator: "&")
+        let (status, body) = try await send(method: .GET, path: path, token: token, body: Optional<Int>.none)
+        guard status == .ok else { throw Self.error(status: status, body: body, what: "query of \(query.collection)") }
+        return try Self.decode(QueryPage.self, from: body, what: "query of \(query.collection)")
+    }
+
     private func send(
         method: HTTPMethod,
         path: String,

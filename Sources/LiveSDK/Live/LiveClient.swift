@@ -35,23 +35,34 @@ public struct LiveSDKConfiguration: Sendable {
 public actor LiveClient {
     public nonisolated let session: Session
     public nonisolated let logger: Logger
-    private let cache: CacheStore
-    private let cloud: CloudClient
-    private let realtime: RealtimeConnection
+    let cache: CacheStore
+    let cloud: CloudClient
+    let realtime: RealtimeConnection
     private let realtimeEvents: AsyncStream<RealtimeEvent>
     private let commands: AsyncStream<Command>
-    private let commandSink: AsyncStream<Command>.Continuation
+    let commandSink: AsyncStream<Command>.Continuation
     private var observations: [EntityKey: SharedObjectObservation] = [:]
     private var fetching: Set<EntityKey> = []
     private var refetchWanted: Set<EntityKey> = []
     public private(set) var connectionStatus: ConnectionStatus = .offline
     private var connectionObservers: [Int: @Sendable (ConnectionStatus) -> Void] = [:]
     private var nextConnectionObserver = 0
+    // Collections (see LiveClient+Collections.swift).
+    var collectionObservations: [CollectionWindow: SharedCollectionObservation] = [:]
+    var collectionFetching: Set<CollectionWindow> = []
+    var collectionRefetchWanted: Set<CollectionWindow> = []
+    /// Realtime changes that arrived while a window was being fetched: applied again over the fetch's result,
+    /// so a fetch that read older data never wins over a newer event.
+    var changesDuringCollectionFetch: [CollectionWindow: [Entity]] = [:]
+    var nextCollectionObserver = 0
 
-    private enum Command: Sendable {
+    enum Command: Sendable {
         case activate(EntityKey)
         case refresh(EntityKey)
         case release(EntityKey)
+        case activateCollection(CollectionWindow)
+        case refreshCollection(CollectionWindow)
+        case releaseCollection(CollectionWindow)
     }
 
     public init(configuration: LiveSDKConfiguration, logger: Logger) throws {
@@ -86,6 +97,12 @@ public actor LiveClient {
                     group.addTask { await self.refresh(key) }
                 case .release(let key):
                     await self.releaseIfUnobserved(key)
+                case .activateCollection(let window):
+                    group.addTask { await self.activateCollection(window) }
+                case .refreshCollection(let window):
+                    group.addTask { await self.refreshCollection(window) }
+                case .releaseCollection(let window):
+                    await self.releaseCollectionIfUnobserved(window)
                 }
             }
             group.cancelAll()
@@ -215,6 +232,10 @@ public actor LiveClient {
             // Resumed topics had their missed events replayed. The others cannot prove they saw every change:
             // their observers get a resync notice at once, and the full state once fetched.
             for topic in needRefresh {
+                if case .collection(let collection) = topic {
+                    resyncCollections(of: collection)
+                    continue
+                }
                 guard case .object(let key) = topic, let observation = observations[key] else { continue }
                 logger.notice("resync: continuity with the cloud could not be proven", metadata: ["key": "\(key)"])
                 observation.apply { $0.resyncStarted() }
@@ -227,6 +248,7 @@ public actor LiveClient {
                 logger.error("cache write failed", metadata: ["key": "\(entity.key)", "error": "\(error)"])
             }
             observations[entity.key]?.apply { $0.remoteChanged(entity) }
+            collectionsChanged(entity)
         }
     }
 
@@ -285,6 +307,7 @@ public actor LiveClient {
             logger.error("cache write failed", metadata: ["key": "\(key)", "error": "\(error)"])
         }
         observations[key]?.apply { $0.remoteChanged(entity) }
+        collectionsChanged(entity)
         return entity
     }
 

@@ -1,0 +1,297 @@
+// Licensed under the Apache License, Version 2.0.
+
+import LiveCloudAPI
+import Logging
+import Synchronization
+
+extension LiveClient {
+    /// A handle on a query's result. Cheap; observing it is what costs.
+    ///
+    /// - Parameters:
+    ///   - pageSize: items per page, 1-100 (default 20).
+    ///   - anchor: start from the first page (default) or the last.
+    public nonisolated func collection(_ query: CollectionQuery, pageSize: Int = 20, anchor: CollectionAnchor = .first) -> LiveCollection {
+        LiveCollection(client: self, window: CollectionWindow(query: query, pageSize: pageSize, anchor: anchor))
+    }
+
+    // MARK: Observing
+
+    func observeCollection(_ window: CollectionWindow, once: Bool, handler: @escaping SharedCollectionObservation.Handler) async
+        -> LiveCollectionToken
+    {
+        nextCollectionObserver += 1
+        let id = nextCollectionObserver
+        let observation = collectionObservation(window, seed: nil)
+        let token = LiveCollectionToken(client: self, observer: id, window: window, observation: observation)
+        let isNew = !observation.hasStarted
+        // The token's liveness guards every call, so none happens after `invalidate()` returned.
+        let liveness = token.liveness
+        let guarded: SharedCollectionObservation.Handler = { change in
+            if liveness.isAlive { handler(change) }
+        }
+        observation.add(id, SharedCollectionObservation.Observer(once: once, handler: guarded), previous: nil)
+        if isNew {
+            let cached: (CacheStore.QueryResult, [Entity])?
+            do {
+                cached = try await cache.queryResult(window.cacheKey, collection: window.query.collection)
+            } catch {
+                logger.error("cache read failed", metadata: ["query": "\(window.query.canonicalText)", "error": "\(error)"])
+                cached = nil
+            }
+            if !observation.hasStarted {
+                observation.apply { state in
+                    state.started(
+                        cached: cached.map { (items: $0.1, count: $0.0.count, hasNext: $0.0.hasNext, hasPrevious: $0.0.hasPrevious) },
+                        fetching: true
+                    )
+                }
+                commandSink.yield(.activateCollection(window))
+            }
+        }
+        if observation.isUnobserved { commandSink.yield(.releaseCollection(window)) }
+        return token
+    }
+
+    /// The observation of `window`, made (seeded, when paging) if there is none.
+    private func collectionObservation(_ window: CollectionWindow, seed: LiveCollectionChange?) -> SharedCollectionObservation {
+        if let existing = collectionObservations[window] { return existing }
+        let observation: SharedCollectionObservation
+        if let seed {
+            observation = SharedCollectionObservation(window: window, seed: seed)
+            commandSink.yield(.activateCollection(window))
+        } else {
+            observation = SharedCollectionObservation(window: window)
+        }
+        collectionObservations[window] = observation
+        return observation
+    }
+
+    enum PageMove: Sendable {
+        case next, previous, reset
+    }
+
+    /// Moves an observer to the window with one page more (or back to the first page). The observer receives
+    /// the change from what it saw to the new window's state. Returns false when there is no such page.
+    func movePage(_ token: LiveCollectionToken, _ move: PageMove) async -> Bool {
+        let window = token.window
+        guard let observation = collectionObservations[window], !token.isInvalidated else { return false }
+        let seen = observation.current
+        var target = window
+        switch move {
+        case .next:
+            guard window.anchor == .first, seen.hasNext else { return false }
+            target.pages += 1
+        case .previous:
+            guard window.anchor == .last, seen.hasPrevious else { return false }
+            target.pages += 1
+        case .reset:
+            guard window.pages > 1 else { return false }
+            target.pages = 1
+        }
+        guard let observer = observation.remove(token.observer) else { return false }
+        let destination = collectionObservation(target, seed: seen)
+        token.moved(to: target, observation: destination)
+        destination.add(token.observer, observer, previous: seen.items)
+        if token.isInvalidated {  // invalidated meanwhile: it must not stay on the new window
+            destination.remove(token.observer)
+            if destination.isUnobserved { commandSink.yield(.releaseCollection(target)) }
+        }
+        if observation.isUnobserved { commandSink.yield(.releaseCollection(window)) }
+        return true
+    }
+
+    func currentCollection(_ window: CollectionWindow) -> LiveCollectionChange? {
+        collectionObservations[window]?.current
+    }
+
+    // MARK: Fetching and realtime
+
+    /// Subscribes the collection's topic, then fetches the window (in that order, so no change falls between).
+    func activateCollection(_ window: CollectionWindow) async {
+        guard collectionObservations[window] != nil else { return }
+        await realtime.acquire(.collection(window.query.collection))
+        await refreshCollection(window)
+    }
+
+    /// Fetches the window; on failure retries with backoff for as long as it is observed. One fetch per
+    /// window at a time; a refresh asked for while one runs makes it fetch once more.
+    func refreshCollection(_ window: CollectionWindow) async {
+        guard let observation = collectionObservations[window] else { return }
+        guard !collectionFetching.contains(window) else {
+            collectionRefetchWanted.insert(window)
+            return
+        }
+        collectionFetching.insert(window)
+        defer {
+            collectionFetching.remove(window)
+            changesDuringCollectionFetch[window] = nil
+        }
+        var failures = 0
+        while collectionObservations[window] === observation {
+            collectionRefetchWanted.remove(window)
+            changesDuringCollectionFetch[window] = []
+            observation.apply { $0.fetchStarted() }
+            do {
+                let result = try await fetchWindow(window)
+                let cached = CacheStore.QueryResult(
+                    ids: result.items.map(\.id),
+                    hasNext: result.hasNext,
+                    hasPrevious: result.hasPrevious,
+                    count: result.count
+                )
+                do {
+                    try await cache.storeQueryResult(window.cacheKey, cached, entities: result.items)
+                } catch {
+                    logger.error("cache write failed", metadata: ["query": "\(window.query.canonicalText)", "error": "\(error)"])
+                }
+                observation.apply {
+                    $0.fetchSucceeded(items: result.items, count: result.count, hasNext: result.hasNext, hasPrevious: result.hasPrevious)
+                }
+                for entity in changesDuringCollectionFetch[window] ?? [] { observation.apply { $0.remoteChanged(entity) } }
+                failures = 0
+                if !collectionRefetchWanted.contains(window) { break }
+            } catch {
+                failures += 1
+                logger.warning("query failed", metadata: ["query": "\(window.query.canonicalText)", "error": "\(error)", "attempt": "\(failures)"])
+                observation.apply { $0.fetchFailed(error) }
+                do {
+                    try await Task.sleep(for: Backoff.delay(attempt: failures + 2, jitter: Double.random(in: 0..<1)))
+                } catch {
+                    break
+                }
+            }
+        }
+        if observation.isUnobserved { commandSink.yield(.releaseCollection(window)) }
+    }
+
+    /// Reads the window from the cloud: as many pages of up to 100 as it holds, from its anchor.
+    private func fetchWindow(_ window: CollectionWindow) async throws(LiveError) -> (
+        items: [Entity], count: Int, hasNext: Bool, hasPrevious: Bool
+    ) {
+        var items: [Entity] = []
+        var page: PageRequest = window.anchor == .first ? .first : .last
+        var count = 0
+        var more = false
+        repeat {
+            let limit = min(100, window.itemLimit - items.count)
+            let result = try await queryWithSession(window.query, page, limit: limit)
+            count = result.count
+            switch window.anchor {
+            case .first:
+                items += result.items
+                more = result.nextCursor != nil
+                if let last = items.last { page = .after(window.query.position(of: last)) }
+            case .last:
+                items = result.items + items
+                more = result.previousCursor != nil
+                if let first = items.first { page = .before(window.query.position(of: first)) }
+            }
+        } while more && items.count < window.itemLimit
+        return (items, count, window.anchor == .first && more, window.anchor == .last && more)
+    }
+
+    private func queryWithSession(_ query: CollectionQuery, _ page: PageRequest, limit: Int) async throws(LiveError) -> QueryPage {
+        let token = try await session.accessToken()
+        do {
+            return try await cloud.query(query, page, limit: limit, token: token)
+        } catch where error.code == .unauthenticated {
+            await session.tokenRejected(token)
+            return try await cloud.query(query, page, limit: limit, token: try await session.accessToken())
+        }
+    }
+
+    func releaseCollectionIfUnobserved(_ window: CollectionWindow) async {
+        guard let observation = collectionObservations[window], observation.isUnobserved else { return }
+        collectionObservations[window] = nil
+        await realtime.release(.collection(window.query.collection))
+    }
+
+    /// A change of an entity (realtime, or a write from this host) reaches every window of its collection.
+    func collectionsChanged(_ entity: Entity) {
+        for (window, observation) in collectionObservations where window.query.collection == entity.collection {
+            observation.apply { $0.remoteChanged(entity) }
+            changesDuringCollectionFetch[window]?.append(entity)
+        }
+    }
+
+    /// Continuity with the collection's topic was lost: every window of it gets a resync notice, then a refetch.
+    func resyncCollections(of collection: String) {
+        for (window, observation) in collectionObservations where window.query.collection == collection {
+            logger.notice("resync: continuity with the cloud could not be proven", metadata: ["query": "\(window.query.canonicalText)"])
+            observation.apply { $0.resyncStarted() }
+            commandSink.yield(.refreshCollection(window))
+        }
+    }
+}
+
+/// A live collection: a query's result, in pages, kept current.
+public struct LiveCollection: Sendable {
+    let client: LiveClient
+    public let window: CollectionWindow
+
+    /// Observes the collection until the returned token is invalidated or released. The first emission
+    /// carries the whole window as insertions; each later one the change since the previous.
+    ///
+    /// The handler is called serially, on the engine's executor; it must return quickly.
+    public func observe(_ handler: @escaping @Sendable (LiveCollectionChange) -> Void) async -> LiveCollectionToken {
+        await client.observeCollection(window, once: false, handler: handler)
+    }
+
+    /// Observes exactly one emission: the cached result if there is one, else the fetch's outcome.
+    public func observeOnce(_ handler: @escaping @Sendable (LiveCollectionChange) -> Void) async -> LiveCollectionToken {
+        await client.observeCollection(window, once: true, handler: handler)
+    }
+}
+
+/// Whether an observer may still be called; shared by its token and its handler.
+final class ObserverLiveness: Sendable {
+    private let alive = Atomic<Bool>(true)
+    var isAlive: Bool { alive.load(ordering: .acquiring) }
+    func end() { alive.store(false, ordering: .releasing) }
+}
+
+/// Keeps a collection observation alive and pages it. ``invalidate()`` ends it; so does releasing the token.
+///
+/// Invalidation is idempotent and thread-safe; once `invalidate()` returns, the observer is not called again
+/// (a call already running may finish).
+public final class LiveCollectionToken: Sendable {
+    private let client: LiveClient
+    let observer: Int
+    let liveness = ObserverLiveness()
+    private let state: Mutex<(window: CollectionWindow, observation: SharedCollectionObservation)>
+
+    init(client: LiveClient, observer: Int, window: CollectionWindow, observation: SharedCollectionObservation) {
+        self.client = client
+        self.observer = observer
+        self.state = Mutex((window, observation))
+    }
+
+    /// The window the observer is on now (its `pages` grows with paging).
+    public var window: CollectionWindow { state.withLock { $0.window } }
+    public var isInvalidated: Bool { !liveness.isAlive }
+
+    func moved(to window: CollectionWindow, observation: SharedCollectionObservation) {
+        state.withLock { $0 = (window, observation) }
+    }
+
+    /// Extends the window by one page towards the end (a `.first`-anchored window). False when there is none.
+    public func nextPage() async -> Bool { await client.movePage(self, .next) }
+    /// Extends the window by one page towards the start (a `.last`-anchored window). False when there is none.
+    public func previousPage() async -> Bool { await client.movePage(self, .previous) }
+    /// Back to one page. False when the window holds one page already.
+    public func resetPage() async -> Bool { await client.movePage(self, .reset) }
+
+    /// The window's state now (what the observer last received), for windowed reads: `items[range]`.
+    public var current: LiveCollectionChange { state.withLock { $0.observation.current } }
+
+    /// Ends the observation. Idempotent.
+    public func invalidate() {
+        guard liveness.isAlive else { return }
+        liveness.end()
+        let (window, observation) = state.withLock { ($0.window, $0.observation) }
+        observation.remove(observer)
+        if observation.isUnobserved { client.commandSink.yield(.releaseCollection(window)) }
+    }
+
+    deinit { invalidate() }
+}

@@ -1,0 +1,229 @@
+// Licensed under the Apache License, Version 2.0.
+
+import LiveChangeSet
+import LiveCloudAPI
+
+/// Which end of a query's result a collection window starts from.
+public enum CollectionAnchor: String, Sendable, Codable, Hashable {
+    /// The first page; `nextPage` extends the window towards the end.
+    case first
+    /// The last page (a chat's newest messages, with an ascending sort); `previousPage` extends it backwards.
+    case last
+}
+
+/// What a shared collection observation is: a query, a page size, an anchor and how many pages the window
+/// holds. Observers of equal windows share one observation (one fetch, one realtime topic, one change set
+/// per update); paging moves an observer to the window with one page more (or back to one page).
+public struct CollectionWindow: Hashable, Sendable {
+    public var query: CollectionQuery
+    public var pageSize: Int
+    public var anchor: CollectionAnchor
+    public var pages: Int
+
+    public init(query: CollectionQuery, pageSize: Int = 20, anchor: CollectionAnchor = .first, pages: Int = 1) {
+        self.query = query
+        self.pageSize = pageSize
+        self.anchor = anchor
+        self.pages = pages
+    }
+
+    /// How many items a fetch of the window asks for.
+    public var itemLimit: Int { pageSize * pages }
+
+    /// A stable name for the cache.
+    var cacheKey: String { "\(query.canonicalText)|\(pageSize)|\(anchor.rawValue)|\(pages)" }
+}
+
+/// What an observer of a live collection receives: the window's items (frozen snapshots, in order), how
+/// they changed since the observer's previous emission, and the statuses.
+public struct LiveCollectionChange: Sendable, Equatable {
+    /// The window's items, in the query's order.
+    public var items: [Entity]
+    /// From the observer's previous emission to this one (from empty for its first).
+    public var changes: ChangeSet
+    /// How many objects match the query in all (exact when the window holds the whole result; otherwise as
+    /// of the last fetch, adjusted by the changes seen since).
+    public var count: Int
+    public var hasNext: Bool
+    public var hasPrevious: Bool
+    /// `notExist` until a result is known (from the cache or the cloud), then `local` or `fresh`, or `error`.
+    public var dataStatus: DataStatus
+    public var loadingStatus: LoadingStatus
+    public var error: LiveError?
+    /// A resync notice: continuity with the cloud was lost; the full state follows.
+    public var resync: Bool
+    /// Identifies this emission: every observer that receives the same change gets the same value (a
+    /// consumer can encode it once for all of them); no two different changes share one.
+    public var emission: Int
+
+    public init(
+        items: [Entity],
+        changes: ChangeSet,
+        count: Int,
+        hasNext: Bool,
+        hasPrevious: Bool,
+        dataStatus: DataStatus,
+        loadingStatus: LoadingStatus,
+        error: LiveError? = nil,
+        resync: Bool = false,
+        emission: Int = 0
+    ) {
+        self.items = items
+        self.changes = changes
+        self.count = count
+        self.hasNext = hasNext
+        self.hasPrevious = hasPrevious
+        self.dataStatus = dataStatus
+        self.loadingStatus = loadingStatus
+        self.error = error
+        self.resync = resync
+        self.emission = emission
+    }
+
+    /// The change from `old` to `self`, as an observer that saw `old` must receive it.
+    func relative(to old: [Entity]) -> LiveCollectionChange {
+        var change = self
+        change.changes = LiveCollectionState.changes(from: old, to: items)
+        return change
+    }
+}
+
+/// The state machine of one collection window. Pure: events in, the change to emit (if any) out.
+///
+/// Emissions follow the object's order: the cached result with `local`/`loading` (or nothing known,
+/// `notExist`/`loading`), then the fetch's outcome (`fresh`/`loaded`, or the kept items with
+/// `loadingStatus: error`), then one emission per realtime change that alters the window. An emission is
+/// made only when the items (ids or versions) or the statuses changed.
+///
+/// Realtime changes land at their sorted place when that place is inside the window; a change past the
+/// window's end while more pages follow (or before its start while earlier pages exist) is not in the window.
+/// Changes that stop matching leave; deletions leave.
+public struct LiveCollectionState: Sendable {
+    public let window: CollectionWindow
+    public private(set) var current: LiveCollectionChange
+    public private(set) var hasStarted = false
+
+    public init(window: CollectionWindow) {
+        self.window = window
+        current = LiveCollectionChange(
+            items: [],
+            changes: ChangeSet(),
+            count: 0,
+            hasNext: false,
+            hasPrevious: false,
+            dataStatus: .notExist,
+            loadingStatus: .notLoading
+        )
+    }
+
+    /// A window seeded from another one's state (paging): the same items and statuses, no emission.
+    init(window: CollectionWindow, seed: LiveCollectionChange) {
+        self.window = window
+        current = seed
+        current.changes = ChangeSet()
+        current.resync = false
+        hasStarted = true
+    }
+
+    static func changes(from old: [Entity], to new: [Entity]) -> ChangeSet {
+        ChangeSet.between(old: old.map(\.id), new: new.map(\.id)) { old[$0].version != new[$1].version }
+    }
+
+    private mutating func emit(_ next: LiveCollectionChange, force: Bool = false) -> LiveCollectionChange? {
+        var next = next
+        next.changes = Self.changes(from: current.items, to: next.items)
+        let statusesChanged =
+            next.dataStatus != current.dataStatus || next.loadingStatus != current.loadingStatus || next.error != current.error
+            || next.count != current.count || next.hasNext != current.hasNext || next.hasPrevious != current.hasPrevious
+        guard force || statusesChanged || !next.changes.isEmpty || next.resync else { return nil }
+        current = next
+        let emitted = current
+        current.resync = false
+        return emitted
+    }
+
+    /// The observation starts, from the cached result if there is one.
+    public mutating func started(cached: (items: [Entity], count: Int, hasNext: Bool, hasPrevious: Bool)?, fetching: Bool)
+        -> LiveCollectionChange?
+    {
+        hasStarted = true
+        var next = current
+        if let cached {
+            next.items = cached.items
+            next.count = cached.count
+            next.hasNext = cached.hasNext
+            next.hasPrevious = cached.hasPrevious
+            next.dataStatus = .local
+        }
+        next.loadingStatus = fetching ? .loading : .notLoading
+        return emit(next, force: true)
+    }
+
+    public mutating func fetchStarted() -> LiveCollectionChange? {
+        var next = current
+        next.loadingStatus = .loading
+        return emit(next)
+    }
+
+    public mutating func fetchSucceeded(items: [Entity], count: Int, hasNext: Bool, hasPrevious: Bool) -> LiveCollectionChange? {
+        var next = current
+        next.items = items
+        next.count = count
+        next.hasNext = hasNext
+        next.hasPrevious = hasPrevious
+        next.dataStatus = .fresh
+        next.loadingStatus = .loaded
+        next.error = nil
+        return emit(next)
+    }
+
+    public mutating func fetchFailed(_ error: LiveError) -> LiveCollectionChange? {
+        var next = current
+        next.loadingStatus = .error
+        next.error = error
+        if next.dataStatus == .notExist { next.dataStatus = .error }
+        return emit(next)
+    }
+
+    /// Continuity with the cloud was lost: a resync notice (with `loading`); the refetch's outcome follows.
+    public mutating func resyncStarted() -> LiveCollectionChange? {
+        var next = current
+        next.loadingStatus = .loading
+        next.resync = true
+        return emit(next)
+    }
+
+    /// A realtime change of an entity of the collection.
+    public mutating func remoteChanged(_ entity: Entity) -> LiveCollectionChange? {
+        guard hasStarted, entity.collection == window.query.collection else { return nil }
+        let query = window.query
+        var items = current.items
+        let oldIndex = items.firstIndex { $0.id == entity.id }
+        if let oldIndex {
+            guard items[oldIndex].version < entity.version else { return nil }
+            items.remove(at: oldIndex)
+        }
+        let matches = query.matches(entity)
+        if matches {
+            let position = query.position(of: entity)
+            var low = 0
+            var high = items.count
+            while low < high {
+                let middle = (low + high) / 2
+                if query.areInIncreasingOrder(query.position(of: items[middle]), position) { low = middle + 1 } else { high = middle }
+            }
+            let inside = (low > 0 || !current.hasPrevious) && (low < items.count || !current.hasNext)
+            if inside { items.insert(entity, at: low) }
+        }
+        var next = current
+        next.items = items
+        if !current.hasNext && !current.hasPrevious {
+            next.count = items.count
+        } else if oldIndex != nil && !matches {
+            next.count -= 1
+        } else if oldIndex == nil && matches && entity.version == 1 {
+            next.count += 1
+        }
+        return emit(next)
+    }
+}

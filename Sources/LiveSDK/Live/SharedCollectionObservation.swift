@@ -1,0 +1,99 @@
+// Licensed under the Apache License, Version 2.0.
+
+import LiveChangeSet
+import LiveCloudAPI
+import Synchronization
+
+/// One collection window's observation inside the engine, shared by all observers of an equal window: one
+/// fetch, one realtime topic, one change set per update (with one `emission` number, so a consumer can encode
+/// it once for every observer).
+///
+/// State changes happen on the engine's actor; observers may be removed from any thread (token release).
+final class SharedCollectionObservation: Sendable {
+    typealias Handler = @Sendable (LiveCollectionChange) -> Void
+
+    struct Observer: Sendable {
+        let once: Bool
+        let handler: Handler
+    }
+
+    private struct Inner {
+        var state: LiveCollectionState
+        var observers: [Int: Observer] = [:]
+    }
+
+    /// Emission numbers, unique across the process.
+    private static let emissions = Atomic<Int>(0)
+    static func nextEmission() -> Int { emissions.add(1, ordering: .relaxed).newValue }
+
+    let window: CollectionWindow
+    private let inner: Mutex<Inner>
+
+    init(window: CollectionWindow) {
+        self.window = window
+        inner = Mutex(Inner(state: LiveCollectionState(window: window)))
+    }
+
+    /// A window that starts where another left off (paging): no emission until something changes.
+    init(window: CollectionWindow, seed: LiveCollectionChange) {
+        self.window = window
+        inner = Mutex(Inner(state: LiveCollectionState(window: window, seed: seed)))
+    }
+
+    /// Whether a once-observer's single delivery can be `change`: data, not a notice that data follows.
+    private static func isFinal(_ change: LiveCollectionChange) -> Bool {
+        !change.resync && (change.dataStatus == .local || change.loadingStatus == .loaded || change.loadingStatus == .error)
+    }
+
+    /// Adds an observer that has seen `previous` (nil: nothing yet). When the observation has started, the
+    /// observer at once receives the current state relative to what it saw, unless that is what it saw.
+    func add(_ id: Int, _ observer: Observer, previous: [Entity]?) {
+        let initial = inner.withLock { inner -> LiveCollectionChange? in
+            var initial: LiveCollectionChange?
+            if inner.state.hasStarted {
+                var change = inner.state.current.relative(to: previous ?? [])
+                change.emission = Self.nextEmission()
+                change.resync = false
+                if previous == nil || !change.changes.isEmpty { initial = change }
+            }
+            if let initial, observer.once, Self.isFinal(initial) { return initial }
+            inner.observers[id] = observer
+            return initial
+        }
+        if let initial { observer.handler(initial) }
+    }
+
+    /// Removes an observer; returns it (nil when it was not there).
+    @discardableResult
+    func remove(_ id: Int) -> Observer? {
+        inner.withLock { $0.observers.removeValue(forKey: id) }
+    }
+
+    var isUnobserved: Bool { inner.withLock { $0.observers.isEmpty } }
+    var current: LiveCollectionChange { inner.withLock { $0.state.current } }
+    var hasStarted: Bool { inner.withLock { $0.state.hasStarted } }
+
+    /// Applies an event to the state machine and delivers the resulting change, if any, to every observer
+    /// (once-observers only their one final change, after which they are dropped).
+    func apply(_ event: (inout LiveCollectionState) -> LiveCollectionChange?) {
+        let deliveries = inner.withLock { inner -> [(Handler, LiveCollectionChange)] in
+            guard var change = event(&inner.state) else { return [] }
+            change.emission = Self.nextEmission()
+            var out: [(Handler, LiveCollectionChange)] = []
+            for (id, observer) in inner.observers {
+                if observer.once {
+                    // Its one delivery is the whole state: it saw none of the earlier emissions.
+                    guard Self.isFinal(change) else { continue }
+                    inner.observers[id] = nil
+                    var whole = change.relative(to: [])
+                    whole.emission = Self.nextEmission()
+                    out.append((observer.handler, whole))
+                } else {
+                    out.append((observer.handler, change))
+                }
+            }
+            return out
+        }
+        for (handler, change) in deliveries { handler(change) }
+    }
+}

@@ -1,0 +1,99 @@
+// Licensed under the Apache License, Version 2.0.
+
+import LiveChangeSet
+import LiveCloudAPI
+import LiveJSON
+import LiveSDK
+import Testing
+
+@Suite("Live collection state")
+struct LiveCollectionStateTests {
+    static let query = CollectionQuery(collection: "m", where: ["channel": "c1"], sort: QuerySort(field: "rank"))
+
+    static func entity(_ id: String, rank: Double, channel: String = "c1", version: Int64 = 1, deleted: Bool = false) -> Entity {
+        Entity(
+            collection: "m",
+            id: id,
+            version: version,
+            data: ["channel": .string(channel), "rank": .number(rank)],
+            createdAt: "t",
+            updatedAt: "t",
+            deleted: deleted
+        )
+    }
+
+    /// A window holding a, b, c (ranks 10, 20, 30); `hasNext` as given.
+    static func started(hasNext: Bool) -> LiveCollectionState {
+        var state = LiveCollectionState(window: CollectionWindow(query: query, pageSize: 3))
+        _ = state.started(cached: nil, fetching: true)
+        _ = state.fetchSucceeded(
+            items: [entity("a", rank: 10), entity("b", rank: 20), entity("c", rank: 30)],
+            count: hasNext ? 10 : 3,
+            hasNext: hasNext,
+            hasPrevious: false
+        )
+        return state
+    }
+
+    @Test func emissionOrderIsStartedThenFetched() throws {
+        var state = LiveCollectionState(window: CollectionWindow(query: Self.query))
+        let firstEmission = state.started(cached: nil, fetching: true)
+        let first = try #require(firstEmission)
+        #expect(first.dataStatus == .notExist && first.loadingStatus == .loading && first.items.isEmpty)
+        let fetchedEmission = state.fetchSucceeded(items: [Self.entity("a", rank: 1)], count: 1, hasNext: false, hasPrevious: false)
+        let fetched = try #require(fetchedEmission)
+        #expect(fetched.dataStatus == .fresh && fetched.loadingStatus == .loaded)
+        #expect(fetched.changes == ChangeSet(insertions: [0]))
+        // The same result again is not an emission.
+        let unchanged1 = state.fetchSucceeded(items: [Self.entity("a", rank: 1)], count: 1, hasNext: false, hasPrevious: false)
+        #expect(unchanged1 == nil)
+    }
+
+    @Test func remoteChangesLandAtTheirSortedPlace() throws {
+        var state = Self.started(hasNext: false)
+        let insertedEmission = state.remoteChanged(Self.entity("x", rank: 15))
+        let inserted = try #require(insertedEmission)
+        #expect(inserted.items.map(\.id) == ["a", "x", "b", "c"])
+        #expect(inserted.changes == ChangeSet(insertions: [1]))
+        #expect(inserted.count == 4)
+        // Moving: b's rank goes past c.
+        let movedEmission = state.remoteChanged(Self.entity("b", rank: 40, version: 2))
+        let moved = try #require(movedEmission)
+        #expect(moved.items.map(\.id) == ["a", "x", "c", "b"])
+        #expect(moved.changes.moves.count == 1 && moved.changes.modifications == [IndexPair(2, 3)])
+        // Leaving the filter, and deletion.
+        let leftEmission = state.remoteChanged(Self.entity("x", rank: 15, channel: "c2", version: 2))
+        let left = try #require(leftEmission)
+        #expect(left.changes == ChangeSet(deletions: [1]) && left.count == 3)
+        let deletedEmission = state.remoteChanged(Self.entity("a", rank: 10, version: 2, deleted: true))
+        let deleted = try #require(deletedEmission)
+        #expect(deleted.items.map(\.id) == ["c", "b"])
+        // An older or equal version changes nothing; an entity of another query that never matched neither.
+        let unchanged2 = state.remoteChanged(Self.entity("c", rank: 99, version: 1))
+        #expect(unchanged2 == nil)
+        let unchanged3 = state.remoteChanged(Self.entity("z", rank: 5, channel: "c9"))
+        #expect(unchanged3 == nil)
+    }
+
+    @Test func changesPastTheWindowStayOutWhilePagesFollow() throws {
+        var state = Self.started(hasNext: true)
+        // Past the last item while more pages follow: not in the window, but counted.
+        let outsideEmission = state.remoteChanged(Self.entity("y", rank: 99))
+        let outside = try #require(outsideEmission)
+        #expect(outside.items.map(\.id) == ["a", "b", "c"] && outside.changes.isEmpty && outside.count == 11)
+        // Inside the window's range: in.
+        let insideEmission = state.remoteChanged(Self.entity("w", rank: 25))
+        let inside = try #require(insideEmission)
+        #expect(inside.items.map(\.id) == ["a", "b", "w", "c"])
+    }
+
+    @Test func resyncNoticePrecedesTheFullState() throws {
+        var state = Self.started(hasNext: false)
+        let noticeEmission = state.resyncStarted()
+        let notice = try #require(noticeEmission)
+        #expect(notice.resync && notice.loadingStatus == .loading)
+        let fullEmission = state.fetchSucceeded(items: [Self.entity("a", rank: 10)], count: 1, hasNext: false, hasPrevious: false)
+        let full = try #require(fullEmission)
+        #expect(!full.resync && full.changes == ChangeSet(deletions: [1, 2]))
+    }
+}
