@@ -22,12 +22,20 @@ public final class LiveGateConnection: Sendable {
     private enum Pending: Sendable {
         case plain(ResponseSlot<JSONValue>)
         case observe(ResponseSlot<ObjectObservation>)
+        case observeCollection(ResponseSlot<CollectionObservation>)
+    }
+
+    /// A collection token's stream and the window as the notifications so far make it.
+    private struct CollectionMirror {
+        let sink: AsyncThrowingStream<CollectionUpdate, any Error>.Continuation
+        var items: [ObjectSnapshot] = []
     }
 
     private struct State {
         var nextID: Int64 = 0
         var pending: [Int64: Pending] = [:]
         var observations: [Int64: AsyncThrowingStream<ObjectChangedParams, any Error>.Continuation] = [:]
+        var collections: [Int64: CollectionMirror] = [:]
         var closedReason: LiveGateError?
     }
 
@@ -160,8 +168,45 @@ public final class LiveGateConnection: Sendable {
     /// Ends a token; its observation's `changes` finish.
     public func invalidate(token: Int64) async throws {
         _ = try await request(Method.tokenInvalidate, TokenParams(token: token), as: InvalidateResult.self)
-        let sink = state.withLock { $0.observations.removeValue(forKey: token) }
+        let (sink, collection) = state.withLock { ($0.observations.removeValue(forKey: token), $0.collections.removeValue(forKey: token)) }
         sink?.finish()
+        collection?.sink.finish()
+    }
+
+    /// Observes a query's result in pages. The observation's `updates` carry each notification with the
+    /// window it leads to (this library applies every change set to the window it holds, and ends the
+    /// stream with an error if one ever does not fit).
+    public func observeCollection(
+        collection: String,
+        query: QueryParams? = nil,
+        pageSize: Int? = nil,
+        anchor: CollectionAnchorParam? = nil,
+        once: Bool = false
+    ) async throws -> CollectionObservation {
+        let params = CollectionObserveParams(collection: collection, query: query, pageSize: pageSize, anchor: anchor, once: once ? true : nil)
+        let slot = ResponseSlot<CollectionObservation>()
+        try await send(Method.collectionObserve, params, .observeCollection(slot))
+        return try await slot.value()
+    }
+
+    /// Extends a collection token's window by a page towards the end; false when there is no next page.
+    public func nextPage(token: Int64) async throws -> Bool {
+        try await request(Method.collectionNextPage, TokenParams(token: token), as: PageResult.self).moved
+    }
+
+    /// Extends a `last`-anchored window by a page towards the start; false when there is no previous page.
+    public func previousPage(token: Int64) async throws -> Bool {
+        try await request(Method.collectionPreviousPage, TokenParams(token: token), as: PageResult.self).moved
+    }
+
+    /// Takes the window back to one page; false when it holds one page already.
+    public func resetPage(token: Int64) async throws -> Bool {
+        try await request(Method.collectionResetPage, TokenParams(token: token), as: PageResult.self).moved
+    }
+
+    /// Reads `limit` items of the token's window from `offset`, as the daemon holds it now.
+    public func items(token: Int64, offset: Int, limit: Int) async throws -> CollectionItemsResult {
+        try await request(Method.collectionItems, CollectionItemsParams(token: token, offset: offset, limit: limit))
     }
 
     /// Replaces an object's data (creating it if needed), or with `merge` merges a JSON merge patch into it;
@@ -222,6 +267,7 @@ public final class LiveGateConnection: Sendable {
         switch pending {
         case .plain(let slot): slot.fill(.failure(error))
         case .observe(let slot): slot.fill(.failure(error))
+        case .observeCollection(let slot): slot.fill(.failure(error))
         }
     }
 
@@ -229,6 +275,10 @@ public final class LiveGateConnection: Sendable {
 
     private func route(_ message: RPCIncomingMessage, raw: ByteBuffer) {
         if let method = message.method {
+            if method == NotificationMethod.collectionChanged {
+                routeCollectionChange(raw)
+                return
+            }
             guard method == NotificationMethod.objectChanged else {
                 if method == NotificationMethod.connectionClosing,
                     let params = try? JSONDecoder().decode(ConnectionClosingParams.self, from: JSONEncoder().encode(message.params))
@@ -261,6 +311,35 @@ public final class LiveGateConnection: Sendable {
             let (changes, sink) = AsyncThrowingStream.makeStream(of: ObjectChangedParams.self)
             state.withLock { $0.observations[token] = sink }
             slot.fill(.success(ObjectObservation(token: token, changes: changes)))
+        case .observeCollection(let slot):
+            guard let token = message.result?["token"]?.numberValue.map({ Int64($0) }) else {
+                slot.fill(.failure(LiveGateError.connection("livegated answered an observe without a token")))
+                return
+            }
+            let (updates, sink) = AsyncThrowingStream.makeStream(of: CollectionUpdate.self)
+            state.withLock { $0.collections[token] = CollectionMirror(sink: sink) }
+            slot.fill(.success(CollectionObservation(token: token, updates: updates)))
+        }
+    }
+
+    private func routeCollectionChange(_ raw: ByteBuffer) {
+        struct Notification: Decodable { var params: CollectionChangedParams }
+        guard let change = try? JSONDecoder().decode(Notification.self, from: Data(raw.readableBytesView)).params else { return }
+        let delivery = state.withLock { state -> (AsyncThrowingStream<CollectionUpdate, any Error>.Continuation, CollectionUpdate?)? in
+            guard var mirror = state.collections[change.token] else { return nil }
+            guard let items = change.apply(to: mirror.items) else {
+                state.collections[change.token] = nil
+                return (mirror.sink, nil)
+            }
+            mirror.items = items
+            state.collections[change.token] = mirror
+            return (mirror.sink, CollectionUpdate(change: change, items: items))
+        }
+        guard let (sink, update) = delivery else { return }
+        if let update {
+            sink.yield(update)
+        } else {
+            sink.finish(throwing: LiveGateError.connection("a collection.changed notification did not fit the window held for token \(change.token)"))
         }
     }
 
@@ -270,7 +349,9 @@ public final class LiveGateConnection: Sendable {
             defer {
                 state.pending.removeAll()
                 state.observations.removeAll()
+                state.collections.removeAll()
             }
+            for mirror in state.collections.values { mirror.sink.finish(throwing: reason) }
             return (Array(state.pending.values), Array(state.observations.values))
         }
         for request in pending { Self.fail(request, reason) }
@@ -284,4 +365,17 @@ public struct ObjectObservation: Sendable {
     /// Every `object.changed` of the token. Finishes when the token is invalidated, fires its once, or
     /// (throwing ``LiveGateError``) when the connection closes.
     public let changes: AsyncThrowingStream<ObjectChangedParams, any Error>
+}
+
+/// A collection observation: its token and its updates, until the token is invalidated or the connection ends.
+public struct CollectionObservation: Sendable {
+    public let token: Int64
+    public let updates: AsyncThrowingStream<CollectionUpdate, any Error>
+}
+
+/// One `collection.changed` notification and the window it leads to.
+public struct CollectionUpdate: Sendable {
+    public let change: CollectionChangedParams
+    /// The token's window after the change, in order.
+    public let items: [ObjectSnapshot]
 }

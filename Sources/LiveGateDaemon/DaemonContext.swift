@@ -9,6 +9,7 @@ struct DaemonContext: Sendable {
     let settings: ReloadableSettings
     let engine: LiveClient
     let hub: ObjectTopicHub
+    let collections: CollectionFanout
     let connections: ConnectionRegistry
     let notifier: any ReadinessNotifier
 }

@@ -37,6 +37,7 @@ public struct LiveGateDaemon: Sendable {
             settings: settings,
             engine: engine,
             hub: ObjectTopicHub(engine: engine, logger: logger),
+            collections: CollectionFanout(engine: engine, logger: logger),
             connections: ConnectionRegistry(),
             notifier: notifier
         )

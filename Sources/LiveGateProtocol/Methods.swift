@@ -13,11 +13,17 @@ public enum Method {
     public static let objectUpdate = "object.update"
     public static let objectDelete = "object.delete"
     public static let tokenInvalidate = "token.invalidate"
+    public static let collectionObserve = "collection.observe"
+    public static let collectionNextPage = "collection.nextPage"
+    public static let collectionPreviousPage = "collection.previousPage"
+    public static let collectionResetPage = "collection.resetPage"
+    public static let collectionItems = "collection.items"
 }
 
 /// Notification names of the local protocol.
 public enum NotificationMethod {
     public static let objectChanged = "object.changed"
+    public static let collectionChanged = "collection.changed"
     /// Sent once, just before the daemon closes a connection on its own (slow reader, shutdown).
     public static let connectionClosing = "connection.closing"
 }

@@ -31,6 +31,16 @@ import Testing
         #expect(await outbox.next()?.map { String(buffer: $0) } == ["t1:", "v4\n"])
     }
 
+    @Test func aChangeThatReplacesAnUnsentOneIsSentAsFullState() async {
+        let outbox = ConnectionOutbox(maxQueuedBytes: 1 << 20, maxStall: .seconds(30))
+        let full: ConnectionOutbox.FullState = { ByteBuffer(string: "full\n") }
+        outbox.offer(token: 1, prefix: buffer("t1:"), body: buffer("change1\n"), fullState: full)
+        #expect(await outbox.next()?.map { String(buffer: $0) } == ["t1:", "change1\n"], "alone, a change goes as it is")
+        outbox.offer(token: 1, prefix: buffer("t1:"), body: buffer("change2\n"), fullState: full)
+        outbox.offer(token: 1, prefix: buffer("t1:"), body: buffer("change3\n"), fullState: full)
+        #expect(await outbox.next()?.map { String(buffer: $0) } == ["t1:", "full\n"], "merged changes become the full state")
+    }
+
     @Test func overTheByteLimitTheClientIsCutOffWithOneClosingNotification() async {
         let outbox = ConnectionOutbox(maxQueuedBytes: 100, maxStall: .seconds(30))
         for token in 1...20 { outbox.offer(token: Int64(token), prefix: buffer("p:"), body: buffer("0123456789\n")) }

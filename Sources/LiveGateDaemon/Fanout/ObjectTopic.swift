@@ -115,9 +115,7 @@ extension ObjectChangedBody {
     /// The wire form of an engine change.
     init(_ change: LiveObjectChange) {
         self.init(
-            snapshot: change.snapshot.map {
-                ObjectSnapshot(collection: $0.collection, id: $0.id, version: $0.version, data: $0.data, updatedAt: $0.updatedAt)
-            },
+            snapshot: change.snapshot.map(ObjectSnapshot.init),
             dataStatus: LiveGateProtocol.DataStatus(rawValue: change.dataStatus.rawValue) ?? .error,
             loadingStatus: LiveGateProtocol.LoadingStatus(rawValue: change.loadingStatus.rawValue) ?? .error,
             error: change.error.map(RPCError.init),

@@ -35,7 +35,7 @@ final class ClientConnection: Sendable {
 
     struct TokenTable {
         var next: Int64 = 0
-        var live: [Int64: ObjectTopicHub.Subscription] = [:]
+        var live: [Int64: TokenSubscription] = [:]
         /// Tokens allocated whose subscription is being set up.
         var pending: Set<Int64> = []
         /// Pending tokens that ended (once fired, or invalidated) before their setup finished.
@@ -186,20 +186,20 @@ final class ClientConnection: Sendable {
 
     /// Records the subscription of a token allocated by ``allocateToken()``; when the token already ended,
     /// the subscription is released instead.
-    func tokenSubscribed(_ token: Int64, _ subscription: ObjectTopicHub.Subscription) {
+    func tokenSubscribed(_ token: Int64, _ subscription: TokenSubscription) {
         let endedEarly = tokens.withLock { table -> Bool in
             table.pending.remove(token)
             if table.endedWhilePending.remove(token) != nil { return true }
             table.live[token] = subscription
             return false
         }
-        if endedEarly { context.hub.unsubscribe(subscription) }
+        if endedEarly { subscription.end(context) }
     }
 
     /// Ends a token; returns `false` when this connection has no such token.
     @discardableResult
     func endToken(_ token: Int64) -> Bool {
-        let outcome = tokens.withLock { table -> (Bool, ObjectTopicHub.Subscription?) in
+        let outcome = tokens.withLock { table -> (Bool, TokenSubscription?) in
             if let subscription = table.live.removeValue(forKey: token) { return (true, subscription) }
             if table.pending.contains(token) {
                 table.endedWhilePending.insert(token)
@@ -207,19 +207,22 @@ final class ClientConnection: Sendable {
             }
             return (false, nil)
         }
-        if let subscription = outcome.1 { context.hub.unsubscribe(subscription) }
+        if let subscription = outcome.1 { subscription.end(context) }
         return outcome.0
     }
+
+    /// The subscription behind a live token of this connection.
+    func subscription(of token: Int64) -> TokenSubscription? { tokens.withLock { $0.live[token] } }
 
     var tokenCount: Int { tokens.withLock { $0.live.count + $0.pending.count } }
 
     private func releaseAllTokens() {
-        let all = tokens.withLock { table -> [ObjectTopicHub.Subscription] in
+        let all = tokens.withLock { table -> [TokenSubscription] in
             table.endedWhilePending.formUnion(table.pending)
             defer { table.live.removeAll() }
             return Array(table.live.values)
         }
-        for subscription in all { context.hub.unsubscribe(subscription) }
+        for subscription in all { subscription.end(context) }
     }
 
     // MARK: Frames

@@ -10,7 +10,9 @@ import Synchronization
 /// ``enqueue(_:)`` return at once. The connection's writer takes everything queued in one batch.
 ///
 /// - Notifications for the same token coalesce: a newer body replaces an unsent older one (object
-///   notifications are states, so the latest is all a slow reader needs).
+///   notifications are states, so the latest is all a slow reader needs). A collection notification is a
+///   change, not a state: when it replaces an unsent one, its full-state form (`reset: true`) is queued
+///   instead, so the merged changes are never lost.
 /// - When more than `maxQueuedBytes` wait, or the writer has been stuck on one batch for longer than
 ///   `maxStall`, the client is cut off: the queue is replaced by one `connection.closing` notification and
 ///   nothing more is accepted. One slow client never holds memory or time from the others.
@@ -23,12 +25,12 @@ final class ConnectionOutbox: Sendable {
 
     private enum Item {
         case frame(ByteBuffer)
-        case notification(token: Int64, prefix: ByteBuffer, body: ByteBuffer)
+        case notification(token: Int64, prefix: ByteBuffer, body: ByteBuffer, fullState: FullState?)
 
         var byteCount: Int {
             switch self {
             case .frame(let buffer): buffer.readableBytes
-            case .notification(_, let prefix, let body): prefix.readableBytes + body.readableBytes
+            case .notification(_, let prefix, let body, _): prefix.readableBytes + body.readableBytes
             }
         }
     }
@@ -59,9 +61,13 @@ final class ConnectionOutbox: Sendable {
         push(.frame(frame), token: nil)
     }
 
-    /// Queues a notification for `token`, replacing an unsent one for the same token.
-    func offer(token: Int64, prefix: ByteBuffer, body: ByteBuffer) {
-        push(.notification(token: token, prefix: prefix, body: body), token: token)
+    /// The full-state form of a change notification, made only when needed (it is encoded once per change).
+    typealias FullState = @Sendable () -> ByteBuffer?
+
+    /// Queues a notification for `token`, replacing an unsent one for the same token. When `fullState` is
+    /// given, the body is a change relative to the previous one, and a replacement queues `fullState()`.
+    func offer(token: Int64, prefix: ByteBuffer, body: ByteBuffer, fullState: FullState? = nil) {
+        push(.notification(token: token, prefix: prefix, body: body, fullState: fullState), token: token)
     }
 
     /// Stops accepting; queued items (and `final`, if given) are still written, then the writer ends.
@@ -103,6 +109,10 @@ final class ConnectionOutbox: Sendable {
         let (waiter, batch) = state.withLock { state -> (CheckedContinuation<[ByteBuffer]?, Never>?, [ByteBuffer]?) in
             guard state.closure == .open else { return (nil, nil) }
             if let token, let index = state.indexByToken[token] {
+                var item = item
+                if case .notification(_, let prefix, _, let fullState?) = item, let full = fullState() {
+                    item = .notification(token: token, prefix: prefix, body: full, fullState: fullState)
+                }
                 state.queuedBytes += item.byteCount - state.items[index].byteCount
                 state.items[index] = item
                 state.coalesced += 1
@@ -151,7 +161,7 @@ final class ConnectionOutbox: Sendable {
         for item in state.items {
             switch item {
             case .frame(let buffer): buffers.append(buffer)
-            case .notification(_, let prefix, let body):
+            case .notification(_, let prefix, let body, _):
                 buffers.append(prefix)
                 buffers.append(body)
             }

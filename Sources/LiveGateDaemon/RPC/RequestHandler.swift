@@ -22,6 +22,8 @@ struct RequestHandler {
 
     static let methods = [
         Method.hello, Method.objectObserve, Method.tokenInvalidate, Method.objectCreate, Method.objectUpdate, Method.objectDelete,
+        Method.collectionObserve, Method.collectionNextPage, Method.collectionPreviousPage, Method.collectionResetPage,
+        Method.collectionItems,
     ]
 
     func handle(_ frame: ByteBuffer) async {
@@ -73,6 +75,11 @@ struct RequestHandler {
             case Method.objectCreate: try await write(id, envelope.params, create: true)
             case Method.objectUpdate: try await write(id, envelope.params, create: false)
             case Method.objectDelete: try await delete(id, envelope.params)
+            case Method.collectionObserve: try await observeCollection(id, envelope.params)
+            case Method.collectionNextPage: try await page(id, envelope.params, .next, method: method)
+            case Method.collectionPreviousPage: try await page(id, envelope.params, .previous, method: method)
+            case Method.collectionResetPage: try await page(id, envelope.params, .reset, method: method)
+            case Method.collectionItems: try items(id, envelope.params)
             case "debug.wedgeEventLoop" where context.configuration.testHooks: try wedge(id, envelope.params)
             default:
                 throw RPCError(
@@ -119,13 +126,7 @@ struct RequestHandler {
             policy: observe.policy == .freshOnly ? .freshOnly : .localThenFresh,
             once: observe.once ?? false
         )
-        guard connection.tokenCount < connection.maxTokens else {
-            throw RPCError(
-                code: .limitExceeded,
-                message: "this connection holds \(connection.maxTokens) tokens, its limit; invalidate some first",
-                data: ["limit": "maxTokensPerConnection"]
-            )
-        }
+        try checkTokenLimit()
         let token = connection.allocateToken()
         // The answer is queued before the subscription, so it precedes the token's first notification.
         connection.respond(result: TokenResult(token: token), id: id)
@@ -137,7 +138,84 @@ struct RequestHandler {
             token: token,
             onFinished: { connection.endToken(token) }
         )
-        connection.tokenSubscribed(token, subscription)
+        connection.tokenSubscribed(token, .object(subscription))
+    }
+
+    private func observeCollection(_ id: RequestID, _ params: JSONValue?) async throws {
+        let observe = try Self.decode(CollectionObserveParams.self, params, method: Method.collectionObserve)
+        let query = CollectionQuery(
+            collection: observe.collection,
+            where: observe.query?.where ?? [:],
+            sort: observe.query?.sort.map { QuerySort(field: $0.field, descending: $0.descending ?? false) }
+        )
+        if let problem = query.problem { throw RPCError(code: .invalidParams, message: "invalid params for collection.observe: \(problem)") }
+        let pageSize = observe.pageSize ?? 20
+        guard (1...100).contains(pageSize) else {
+            throw RPCError(code: .invalidParams, message: "params.pageSize must be from 1 to 100, not \(pageSize)")
+        }
+        try checkTokenLimit()
+        let window = CollectionWindow(query: query, pageSize: pageSize, anchor: observe.anchor == .last ? .last : .first)
+        let token = connection.allocateToken()
+        connection.respond(result: TokenResult(token: token), id: id)
+        let connection = self.connection
+        let subscription = await context.collections.subscribe(
+            window,
+            once: observe.once ?? false,
+            outbox: connection.outbox,
+            token: token,
+            onFinished: { connection.endToken(token) }
+        )
+        connection.tokenSubscribed(token, .collection(subscription))
+    }
+
+    private enum PageMove { case next, previous, reset }
+
+    private func page(_ id: RequestID, _ params: JSONValue?, _ move: PageMove, method: String) async throws {
+        let request = try Self.decode(TokenParams.self, params, method: method)
+        let sdkToken = try collectionToken(request.token)
+        let moved: Bool
+        switch move {
+        case .next: moved = await sdkToken.nextPage()
+        case .previous: moved = await sdkToken.previousPage()
+        case .reset: moved = await sdkToken.resetPage()
+        }
+        connection.respond(result: PageResult(moved: moved), id: id)
+    }
+
+    private func items(_ id: RequestID, _ params: JSONValue?) throws {
+        let request = try Self.decode(CollectionItemsParams.self, params, method: Method.collectionItems)
+        guard request.offset >= 0, (1...1000).contains(request.limit) else {
+            throw RPCError(code: .invalidParams, message: "params.offset must be 0 or more and params.limit from 1 to 1000")
+        }
+        let current = try collectionToken(request.token).current
+        let window = current.items.dropFirst(request.offset).prefix(request.limit)
+        connection.respond(
+            result: CollectionItemsResult(offset: request.offset, items: window.map(ObjectSnapshot.init), size: current.items.count, count: current.count),
+            id: id
+        )
+    }
+
+    private func collectionToken(_ token: Int64) throws -> LiveCollectionToken {
+        guard let subscription = connection.subscription(of: token) else {
+            throw RPCError(
+                code: .unknownToken,
+                message: "this connection has no token \(token) (it may have ended already, or belong to another connection)"
+            )
+        }
+        guard case .collection(let collection) = subscription else {
+            throw RPCError(code: .invalidParams, message: "token \(token) observes an object, not a collection")
+        }
+        return collection.sdkToken
+    }
+
+    private func checkTokenLimit() throws {
+        guard connection.tokenCount < connection.maxTokens else {
+            throw RPCError(
+                code: .limitExceeded,
+                message: "this connection holds \(connection.maxTokens) tokens, its limit; invalidate some first",
+                data: ["limit": "maxTokensPerConnection"]
+            )
+        }
     }
 
     private func invalidate(_ id: RequestID, _ params: JSONValue?) throws {
@@ -167,14 +245,7 @@ struct RequestHandler {
             request.merge == true ? .merge(request.data) : .replace(request.data),
             ifVersion: create ? 0 : request.ifVersion
         )
-        let snapshot = ObjectSnapshot(
-            collection: entity.collection,
-            id: entity.id,
-            version: entity.version,
-            data: entity.data,
-            updatedAt: entity.updatedAt
-        )
-        connection.respond(result: ObjectWriteResult(snapshot: snapshot), id: id)
+        connection.respond(result: ObjectWriteResult(snapshot: ObjectSnapshot(entity)), id: id)
     }
 
     private func delete(_ id: RequestID, _ params: JSONValue?) async throws {

@@ -52,13 +52,17 @@ extension LiveClient {
         return token
     }
 
-    /// The observation of `window`, made (seeded, when paging) if there is none.
-    private func collectionObservation(_ window: CollectionWindow, seed: LiveCollectionChange?) -> SharedCollectionObservation {
+    /// The observation of `window`, made if there is none. When paging (`seed`, the window paged from), it
+    /// starts from the seed's state: one more page is fetched beyond it (or, back to one page, the window is
+    /// fetched again).
+    private func collectionObservation(_ window: CollectionWindow, seed: LiveCollectionChange?, extending: Bool = false)
+        -> SharedCollectionObservation
+    {
         if let existing = collectionObservations[window] { return existing }
         let observation: SharedCollectionObservation
         if let seed {
             observation = SharedCollectionObservation(window: window, seed: seed)
-            commandSink.yield(.activateCollection(window))
+            commandSink.yield(extending ? .extendCollection(window) : .activateCollection(window))
         } else {
             observation = SharedCollectionObservation(window: window)
         }
@@ -89,7 +93,7 @@ extension LiveClient {
             target.pages = 1
         }
         guard let observer = observation.remove(token.observer) else { return false }
-        let destination = collectionObservation(target, seed: seen)
+        let destination = collectionObservation(target, seed: seen, extending: move != .reset)
         token.moved(to: target, observation: destination)
         destination.add(token.observer, observer, previous: seen.items)
         if token.isInvalidated {  // invalidated meanwhile: it must not stay on the new window
@@ -111,6 +115,45 @@ extension LiveClient {
         guard collectionObservations[window] != nil else { return }
         await realtime.acquire(.collection(window.query.collection))
         await refreshCollection(window)
+    }
+
+    /// Subscribes the collection's topic, then fetches one page beyond the window's seeded items (towards the
+    /// end, or the start for a `.last` anchor). On failure, falls back to fetching the whole window.
+    func extendCollection(_ window: CollectionWindow) async {
+        guard let observation = collectionObservations[window] else { return }
+        await realtime.acquire(.collection(window.query.collection))
+        let seen = observation.current
+        let page: PageRequest
+        switch window.anchor {
+        case .first: page = seen.items.last.map { .after(window.query.position(of: $0)) } ?? .first
+        case .last: page = seen.items.first.map { .before(window.query.position(of: $0)) } ?? .last
+        }
+        changesDuringCollectionFetch[window] = []
+        collectionFetching.insert(window)
+        observation.apply { $0.fetchStarted() }
+        do {
+            let result = try await queryWithSession(window.query, page, limit: window.pageSize)
+            collectionFetching.remove(window)
+            let current = observation.current.items
+            let items = window.anchor == .first ? current + result.items : result.items + current
+            let more = window.anchor == .first ? result.nextCursor != nil : result.previousCursor != nil
+            observation.apply {
+                $0.fetchSucceeded(
+                    items: items,
+                    count: result.count,
+                    hasNext: window.anchor == .first ? more : false,
+                    hasPrevious: window.anchor == .last ? more : false
+                )
+            }
+            for entity in changesDuringCollectionFetch[window] ?? [] { observation.apply { $0.remoteChanged(entity) } }
+            changesDuringCollectionFetch[window] = nil
+            if collectionRefetchWanted.remove(window) != nil { await refreshCollection(window) }
+        } catch {
+            collectionFetching.remove(window)
+            changesDuringCollectionFetch[window] = nil
+            logger.warning("query failed", metadata: ["query": "\(window.query.canonicalText)", "error": "\(error)"])
+            await refreshCollection(window)
+        }
     }
 
     /// Fetches the window; on failure retries with backoff for as long as it is observed. One fetch per

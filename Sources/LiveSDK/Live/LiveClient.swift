@@ -62,6 +62,7 @@ public actor LiveClient {
         case release(EntityKey)
         case activateCollection(CollectionWindow)
         case refreshCollection(CollectionWindow)
+        case extendCollection(CollectionWindow)
         case releaseCollection(CollectionWindow)
     }
 
@@ -101,6 +102,8 @@ public actor LiveClient {
                     group.addTask { await self.activateCollection(window) }
                 case .refreshCollection(let window):
                     group.addTask { await self.refreshCollection(window) }
+                case .extendCollection(let window):
+                    group.addTask { await self.extendCollection(window) }
                 case .releaseCollection(let window):
                     await self.releaseCollectionIfUnobserved(window)
                 }
