@@ -17,7 +17,9 @@
 
 struct lg_subscription {
     int64_t token;
-    lg_object_callback callback;
+    lg_object_callback callback;                /* object tokens */
+    lg_collection_callback collection_callback; /* collection tokens */
+    json_object *window;                        /* collection tokens: the window's snapshots (an array) */
     void *userdata;
 };
 
@@ -124,20 +126,117 @@ static void handle_closing(lg_client *c, json_object *msg) {
     }
 }
 
+static struct lg_subscription *find(const lg_client *c, int64_t token) {
+    for (size_t i = 0; i < c->nsubs; i++)
+        if (c->subs[i].token == token) return &c->subs[i];
+    return NULL;
+}
+
+static int64_t pair_at(json_object *pairs, size_t i, size_t which) {
+    return json_object_get_int64(json_object_array_get_idx(json_object_array_get_idx(pairs, i), which));
+}
+
+static json_object *item_at(json_object *items, int64_t index) {
+    char key[24];
+    snprintf(key, sizeof key, "%lld", (long long)index);
+    json_object *item = NULL;
+    return json_object_object_get_ex(items, key, &item) ? item : NULL;
+}
+
+/* Applies a collection.changed to `old` (an array), as Protocol/ipc/README.md specifies. Returns the new window
+ * (a new array), or NULL when the notification does not fit `old`. */
+static json_object *apply_changes(json_object *old, json_object *params) {
+    json_object *changes, *items, *size_obj, *reset, *deletions, *insertions, *modifications, *moves;
+    if (!json_object_object_get_ex(params, "changes", &changes) || !json_object_object_get_ex(params, "items", &items) ||
+        !json_object_object_get_ex(params, "size", &size_obj) ||
+        !json_object_object_get_ex(changes, "deletions", &deletions) ||
+        !json_object_object_get_ex(changes, "insertions", &insertions) ||
+        !json_object_object_get_ex(changes, "modifications", &modifications) ||
+        !json_object_object_get_ex(changes, "moves", &moves))
+        return NULL;
+    int is_reset = json_object_object_get_ex(params, "reset", &reset) && json_object_get_boolean(reset);
+    size_t old_count = is_reset ? 0 : json_object_array_length(old);
+    int64_t size = json_object_get_int64(size_obj);
+    size_t ndel = json_object_array_length(deletions), nins = json_object_array_length(insertions);
+    size_t nmod = json_object_array_length(modifications), nmov = json_object_array_length(moves);
+    if (size < 0 || (int64_t)old_count - (int64_t)ndel + (int64_t)nins != size) return NULL;
+    json_object **slots = calloc((size_t)size + 1, sizeof *slots);
+    char *leaving = calloc(old_count + 1, 1);
+    json_object *result = NULL;
+    if (!slots || !leaving) goto done;
+    for (size_t i = 0; i < ndel; i++) {
+        int64_t d = json_object_get_int64(json_object_array_get_idx(deletions, i));
+        if (d < 0 || (size_t)d >= old_count) goto done;
+        leaving[d] = 1;
+    }
+    for (size_t i = 0; i < nins; i++) {
+        int64_t at = json_object_get_int64(json_object_array_get_idx(insertions, i));
+        json_object *item = item_at(items, at);
+        if (at < 0 || at >= size || slots[at] || !item) goto done;
+        slots[at] = json_object_get(item);
+    }
+    for (size_t i = 0; i < nmov; i++) {
+        int64_t from = pair_at(moves, i, 0), to = pair_at(moves, i, 1);
+        if (from < 0 || (size_t)from >= old_count || to < 0 || to >= size || slots[to]) goto done;
+        slots[to] = json_object_get(json_object_array_get_idx(old, (size_t)from));
+        leaving[from] = 1;
+    }
+    int64_t free_slot = 0;
+    for (size_t i = 0; i < old_count; i++) {
+        if (leaving[i]) continue;
+        while (free_slot < size && slots[free_slot]) free_slot++;
+        if (free_slot >= size) goto done;
+        slots[free_slot] = json_object_get(json_object_array_get_idx(old, i));
+    }
+    for (size_t i = 0; i < nmod; i++) {
+        int64_t to = pair_at(modifications, i, 1);
+        json_object *item = item_at(items, to);
+        if (to < 0 || to >= size || !item) goto done;
+        json_object_put(slots[to]);
+        slots[to] = json_object_get(item);
+    }
+    result = json_object_new_array_ext((int)size);
+    for (int64_t i = 0; i < size; i++) {
+        if (!slots[i]) {
+            json_object_put(result);
+            result = NULL;
+            goto done;
+        }
+        json_object_array_add(result, slots[i]);
+        slots[i] = NULL;
+    }
+done:
+    if (slots)
+        for (int64_t i = 0; i < size; i++) json_object_put(slots[i]);
+    free(slots);
+    free(leaving);
+    return result;
+}
+
 static int deliver(lg_client *c, json_object *msg) {
     json_object *method, *params, *token;
     handle_closing(c, msg);
-    if (!json_object_object_get_ex(msg, "method", &method) ||
-        strcmp(json_object_get_string(method), "object.changed") != 0 ||
-        !json_object_object_get_ex(msg, "params", &params) || !json_object_object_get_ex(params, "token", &token))
+    if (!json_object_object_get_ex(msg, "method", &method) || !json_object_object_get_ex(msg, "params", &params) ||
+        !json_object_object_get_ex(params, "token", &token))
         return 0;
     int64_t t = json_object_get_int64(token);
-    for (size_t i = 0; i < c->nsubs; i++) {
-        if (c->subs[i].token == t) {
-            struct lg_subscription s = c->subs[i];
-            s.callback(c, t, params, s.userdata);
-            return 1;
+    struct lg_subscription *s = find(c, t);
+    if (!s) return 0;
+    if (strcmp(json_object_get_string(method), "object.changed") == 0 && s->callback) {
+        s->callback(c, t, params, s->userdata);
+        return 1;
+    }
+    if (strcmp(json_object_get_string(method), "collection.changed") == 0 && s->collection_callback) {
+        json_object *window = apply_changes(s->window, params);
+        if (!window) {
+            set_error(c, 0, "a collection.changed notification for token %lld did not fit its window", (long long)t);
+            return 0;
         }
+        json_object_put(s->window);
+        s->window = window;
+        struct lg_subscription copy = *s; /* the callback may invalidate the token */
+        copy.collection_callback(c, t, params, window, copy.userdata);
+        return 1;
     }
     return 0;
 }
@@ -259,8 +358,68 @@ int64_t lg_observe_object(lg_client *c, const char *collection, const char *id, 
     json_object *token;
     int64_t t = json_object_object_get_ex(result, "token", &token) ? json_object_get_int64(token) : -1;
     json_object_put(result);
-    if (t > 0) c->subs[c->nsubs++] = (struct lg_subscription){t, callback, userdata};
+    if (t > 0) c->subs[c->nsubs++] = (struct lg_subscription){t, callback, NULL, NULL, userdata};
     return t;
+}
+
+int64_t lg_observe_collection(lg_client *c, const char *collection, const char *query_json, int page_size,
+                              int anchor_last, int once, lg_collection_callback callback, void *userdata) {
+    if (!callback) {
+        set_error(c, 0, "a callback is required");
+        return -1;
+    }
+    json_object *query = NULL;
+    if (query_json) {
+        query = json_tokener_parse(query_json);
+        if (!query || !json_object_is_type(query, json_type_object)) {
+            json_object_put(query);
+            set_error(c, -32602, "the query must be a JSON object like {\"where\":{...},\"sort\":{\"field\":...}}");
+            return -1;
+        }
+    }
+    if (grow((void **)&c->subs, &c->capsubs, c->nsubs + 1, sizeof *c->subs) < 0) {
+        json_object_put(query);
+        set_error(c, 0, "out of memory");
+        return -1;
+    }
+    json_object *params = json_object_new_object();
+    json_object_object_add(params, "collection", json_object_new_string(collection));
+    if (query) json_object_object_add(params, "query", query);
+    if (page_size > 0) json_object_object_add(params, "pageSize", json_object_new_int(page_size));
+    if (anchor_last) json_object_object_add(params, "anchor", json_object_new_string("last"));
+    if (once) json_object_object_add(params, "once", json_object_new_boolean(1));
+    json_object *result = call(c, "collection.observe", params);
+    if (!result) return -1;
+    json_object *token;
+    int64_t t = json_object_object_get_ex(result, "token", &token) ? json_object_get_int64(token) : -1;
+    json_object_put(result);
+    if (t > 0) c->subs[c->nsubs++] = (struct lg_subscription){t, NULL, callback, json_object_new_array(), userdata};
+    return t;
+}
+
+int lg_collection_page(lg_client *c, int64_t token, enum lg_page page) {
+    const char *method = page == LG_PAGE_NEXT       ? "collection.nextPage"
+                         : page == LG_PAGE_PREVIOUS ? "collection.previousPage"
+                                                    : "collection.resetPage";
+    json_object *params = json_object_new_object();
+    json_object_object_add(params, "token", json_object_new_int64(token));
+    json_object *result = call(c, method, params);
+    if (!result) return -1;
+    json_object *moved;
+    int r = json_object_object_get_ex(result, "moved", &moved) && json_object_get_boolean(moved) ? 1 : 0;
+    json_object_put(result);
+    return r;
+}
+
+size_t lg_collection_size(const lg_client *c, int64_t token) {
+    struct lg_subscription *s = find(c, token);
+    return s && s->window ? json_object_array_length(s->window) : 0;
+}
+
+struct json_object *lg_collection_item(const lg_client *c, int64_t token, size_t index) {
+    struct lg_subscription *s = find(c, token);
+    if (!s || !s->window || index >= json_object_array_length(s->window)) return NULL;
+    return json_object_array_get_idx(s->window, index);
 }
 
 int lg_invalidate(lg_client *c, int64_t token) {
@@ -269,6 +428,7 @@ int lg_invalidate(lg_client *c, int64_t token) {
     json_object *result = call(c, "token.invalidate", params);
     for (size_t i = 0; i < c->nsubs; i++) {
         if (c->subs[i].token == token) {
+            json_object_put(c->subs[i].window);
             c->subs[i] = c->subs[--c->nsubs];
             break;
         }
@@ -336,6 +496,7 @@ void lg_disconnect(lg_client *c) {
     if (c->fd >= 0) close(c->fd);
     for (size_t i = 0; i < c->nqueued; i++) json_object_put(c->queued[i]);
     free(c->queued);
+    for (size_t i = 0; i < c->nsubs; i++) json_object_put(c->subs[i].window);
     free(c->subs);
     free(c->buf);
     free(c);

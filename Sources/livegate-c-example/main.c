@@ -1,8 +1,11 @@
-/* livegate-c-example: watch one object through livegated and print each change as a JSON line.
- * Licensed under the Apache License, Version 2.0.
+/* livegate-c-example: watch one object, or a query's result, through livegated and print each change as a
+ * JSON line. Licensed under the Apache License, Version 2.0.
  *
  * Usage: livegate-c-example [--socket PATH] [--until-version N] COLLECTION ID
- * Exits 0 after showing a snapshot of version N or more (with --until-version), 1 on any error.
+ *        livegate-c-example [--socket PATH] [--query JSON] [--page-size N] [--pages N] [--until-size N] COLLECTION
+ * An object: exits 0 after showing a snapshot of version N or more (with --until-version).
+ * A collection: prints {"ids": [...], "count": ...} after each change; asks for pages until the window holds
+ * --pages pages (or no more exist); exits 0 once the window holds N items (with --until-size). 1 on any error.
  * It is also the C client's test program: the suite runs it under valgrind against a real daemon. */
 #include <livegate.h>
 
@@ -14,8 +17,30 @@
 
 struct watch {
     long long until_version; /* 0: forever */
+    long long until_size;    /* collections: stop at this many items; -1: forever */
+    int loaded, has_next;    /* collections: the last change was a completed load; more pages follow */
     int done;
 };
+
+static void on_collection_change(lg_client *client, int64_t token, struct json_object *params,
+                                 struct json_object *window, void *userdata) {
+    struct watch *watch = userdata;
+    struct json_object *line = json_object_new_object(), *ids = json_object_new_array(), *count, *id, *value;
+    watch->loaded = json_object_object_get_ex(params, "loadingStatus", &value) &&
+                    strcmp(json_object_get_string(value), "loaded") == 0;
+    watch->has_next = json_object_object_get_ex(params, "hasNext", &value) && json_object_get_boolean(value);
+    for (size_t i = 0; i < lg_collection_size(client, token); i++) {
+        struct json_object *item = lg_collection_item(client, token, i);
+        if (json_object_object_get_ex(item, "id", &id)) json_object_array_add(ids, json_object_get(id));
+    }
+    json_object_object_add(line, "ids", ids);
+    if (json_object_object_get_ex(params, "count", &count)) json_object_object_add(line, "count", json_object_get(count));
+    json_object_object_add(line, "size", json_object_new_int64((int64_t)json_object_array_length(window)));
+    printf("%s\n", json_object_to_json_string_ext(line, JSON_C_TO_STRING_PLAIN));
+    fflush(stdout);
+    json_object_put(line);
+    if (watch->until_size >= 0 && (long long)json_object_array_length(window) >= watch->until_size) watch->done = 1;
+}
 
 static void on_change(lg_client *client, int64_t token, struct json_object *params, void *userdata) {
     (void)client;
@@ -31,18 +56,28 @@ static void on_change(lg_client *client, int64_t token, struct json_object *para
 
 int main(int argc, char **argv) {
     const char *socket_path = NULL;
-    struct watch watch = {0, 0};
+    const char *query = NULL;
+    int page_size = 0, pages = 1;
+    struct watch watch = {0, -1, 0, 0, 0};
     int arg = 1;
     for (; arg < argc && strncmp(argv[arg], "--", 2) == 0; arg += 2) {
         if (arg + 1 >= argc) break;
         if (strcmp(argv[arg], "--socket") == 0) socket_path = argv[arg + 1];
         else if (strcmp(argv[arg], "--until-version") == 0) watch.until_version = atoll(argv[arg + 1]);
+        else if (strcmp(argv[arg], "--query") == 0) query = argv[arg + 1];
+        else if (strcmp(argv[arg], "--page-size") == 0) page_size = atoi(argv[arg + 1]);
+        else if (strcmp(argv[arg], "--pages") == 0) pages = atoi(argv[arg + 1]);
+        else if (strcmp(argv[arg], "--until-size") == 0) watch.until_size = atoll(argv[arg + 1]);
         else break;
     }
-    if (argc - arg != 2) {
-        fprintf(stderr, "usage: %s [--socket PATH] [--until-version N] COLLECTION ID\n", argv[0]);
+    if (argc - arg != 2 && argc - arg != 1) {
+        fprintf(stderr,
+                "usage: %s [--socket PATH] [--until-version N] COLLECTION ID\n"
+                "       %s [--socket PATH] [--query JSON] [--page-size N] [--pages N] [--until-size N] COLLECTION\n",
+                argv[0], argv[0]);
         return 1;
     }
+    int is_collection = argc - arg == 1;
 
     char *error = NULL;
     lg_client *client = lg_connect(socket_path, "livegate-c-example", &error);
@@ -51,15 +86,28 @@ int main(int argc, char **argv) {
         free(error);
         return 1;
     }
-    int64_t token = lg_observe_object(client, argv[arg], argv[arg + 1], 0, on_change, &watch);
+    int64_t token = is_collection
+                        ? lg_observe_collection(client, argv[arg], query, page_size, 0, 0, on_collection_change, &watch)
+                        : lg_observe_object(client, argv[arg], argv[arg + 1], 0, on_change, &watch);
     if (token < 0) {
         fprintf(stderr, "livegate-c-example: %s\n", lg_last_error(client));
         lg_disconnect(client);
         return 1;
     }
+    int pages_asked = 1;
     int status = 0;
     struct pollfd descriptor = {.fd = lg_fd(client), .events = POLLIN};
     while (!watch.done) {
+        /* Once a page has loaded and more follow, ask for the next (it arrives as a change). */
+        if (is_collection && pages_asked < pages && watch.loaded && watch.has_next) {
+            if (lg_collection_page(client, token, LG_PAGE_NEXT) < 0) {
+                fprintf(stderr, "livegate-c-example: %s\n", lg_last_error(client));
+                status = 1;
+                break;
+            }
+            pages_asked++;
+            watch.loaded = 0;
+        }
         if (!lg_has_pending(client) && poll(&descriptor, 1, -1) < 0) {
             status = 1;
             break;

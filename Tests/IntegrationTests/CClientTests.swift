@@ -94,12 +94,13 @@ private var valgrindAvailable: Bool {
         try runToCompletion("/bin/sh", ["-c", arguments.joined(separator: " ")])
     }
 
-    @Test func theExampleWatchesLiveUpdatesCleanlyUnderValgrind() async throws {
-        let cluster = try await TestCluster.start()
-        defer { cluster.stop() }
-        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
-        try await cluster.put("notes", "cv", ["v": 1])
-
+    /// Builds the example with -Werror, runs it under valgrind with `arguments`, hands each output line to
+    /// `onLine` (which may act on the cluster), and checks valgrind's report. Returns the lines.
+    func runExampleUnderValgrind(
+        _ cluster: TestCluster,
+        _ arguments: [String],
+        onLine: @escaping @Sendable (String) async throws -> Void
+    ) async throws -> [String] {
         let example = cluster.directory + "/livegate-c-example"
         let build = try run([
             "cc", "-std=c11", "-g", "-O1", "-Wall", "-Wextra", "-Werror",
@@ -113,8 +114,8 @@ private var valgrindAvailable: Bool {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/valgrind")
         process.arguments = [
             "--error-exitcode=99", "--leak-check=full", "--errors-for-leak-kinds=definite,indirect",
-            example, "--socket", cluster.socketPath, "--until-version", "3", "notes", "cv",
-        ]
+            example, "--socket", cluster.socketPath,
+        ] + arguments
         let stdout = Pipe()
         let stderr = Pipe()
         process.standardOutput = stdout
@@ -124,16 +125,11 @@ private var valgrindAvailable: Bool {
         // Whatever happens below, the example does not outlive the test.
         defer { if process.isRunning { process.terminate() } }
         let collected = ClusterBox<[String]>()
-        try await withTimeout(.seconds(60), "the example to see version 3") {
+        try await withTimeout(.seconds(60), "the example to finish") {
             var seen: [String] = []
-            var wrote = false
             for await line in lines.lines {
                 seen.append(line)
-                if !wrote, line.contains(#""dataStatus":"fresh""#) {
-                    wrote = true
-                    try await cluster.put("notes", "cv", ["v": 2])
-                    try await cluster.put("notes", "cv", ["v": 3])
-                }
+                try await onLine(line)
             }
             collected.set(seen)
         }
@@ -143,8 +139,45 @@ private var valgrindAvailable: Bool {
         #expect(process.terminationStatus == 0, "\(report)")
         #expect(report.contains("ERROR SUMMARY: 0 errors"), "\(report)")
         #expect(report.contains("All heap blocks were freed") || report.contains("definitely lost: 0 bytes"), "\(report)")
-        let seen = collected.get() ?? []
+        return collected.get() ?? []
+    }
+
+    @Test func theExampleWatchesLiveUpdatesCleanlyUnderValgrind() async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        try await cluster.put("notes", "cv", ["v": 1])
+        let wrote = ClusterBox<Bool>()
+        let seen = try await runExampleUnderValgrind(cluster, ["--until-version", "3", "notes", "cv"]) { line in
+            if wrote.get() == nil, line.contains(#""dataStatus":"fresh""#) {
+                wrote.set(true)
+                try await cluster.put("notes", "cv", ["v": 2])
+                try await cluster.put("notes", "cv", ["v": 3])
+            }
+        }
         #expect(seen.contains { $0.contains(#""version":3"#) }, "\(seen)")
         #expect(seen.allSatisfy { $0.hasPrefix(#"{"token":1,"#) })
+    }
+
+    @Test func theExamplePagesACollectionAndAppliesLiveChangesUnderValgrind() async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        let token = try await cluster.login()
+        for n in 0..<5 { try await cluster.put("chat", "m\(n)", ["room": "r1", "at": .number(Double(n * 10))], token: token) }
+        let wrote = ClusterBox<Bool>()
+        let arguments = [
+            "--query", #"{"where":{"room":"r1"},"sort":{"field":"at"}}"#, "--page-size", "2", "--pages", "2", "--until-size", "5",
+            "chat",
+        ]
+        let seen = try await runExampleUnderValgrind(cluster, arguments) { line in
+            // Two pages loaded: another device adds a message in the middle, then removes one.
+            if wrote.get() == nil, line.contains(#""ids":["m0","m1","m2","m3"]"#) {
+                wrote.set(true)
+                try await cluster.put("chat", "m15", ["room": "r1", "at": 15], token: token)
+            }
+        }
+        #expect(seen.contains(#"{"ids":["m0","m1","m2","m3"],"count":5,"size":4}"#), "\(seen)")
+        #expect(seen.last == #"{"ids":["m0","m1","m15","m2","m3"],"count":6,"size":5}"#, "\(seen)")
     }
 }

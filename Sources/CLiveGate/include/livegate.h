@@ -16,7 +16,7 @@
  * Threads: a client is not thread-safe; use each lg_client from one thread at a time. The library starts no
  * thread and calls callbacks only from lg_dispatch.
  *
- * Requests (lg_observe_object, lg_invalidate, lg_update_object) block until the daemon answers. Notifications
+ * Requests (lg_observe_*, lg_collection_page, lg_invalidate, lg_update_object) block until the daemon answers. Notifications
  * that arrive meanwhile are kept and delivered by the next lg_dispatch, in order; since they are already
  * read, the descriptor may not be readable: check lg_has_pending before polling, as above.
  *
@@ -27,6 +27,7 @@
 #ifndef LIVEGATE_H
 #define LIVEGATE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -40,6 +41,14 @@ typedef struct lg_client lg_client;
  * {"token", "snapshot" (object or null), "dataStatus", "loadingStatus", "error"?}. */
 typedef void (*lg_object_callback)(lg_client *client, int64_t token, struct json_object *params, void *userdata);
 
+/* Called with each collection.changed of a token, after the library applied it to its copy of the token's
+ * window: `params` is the notification's params object {"token", "changes", "items", "size", "count", "hasNext",
+ * "hasPrevious", "dataStatus", "loadingStatus", "error"?, "resync"?, "reset"?}; `window` is the json array of
+ * the window's snapshots after the change, in order. Both belong to the library: valid during the call, until
+ * the callback invalidates the token (take json_object_get() to keep them). */
+typedef void (*lg_collection_callback)(lg_client *client, int64_t token, struct json_object *params,
+                                       struct json_object *window, void *userdata);
+
 /* Connects and says hello. Returns NULL on failure, with a message in *error (free it) when error is not NULL. */
 lg_client *lg_connect(const char *socket_path, const char *client_name, char **error);
 
@@ -49,6 +58,25 @@ int lg_fd(const lg_client *client);
 /* Observes an object. Returns the token (> 0), or -1 with lg_last_error() set. `once`: fire exactly once. */
 int64_t lg_observe_object(lg_client *client, const char *collection, const char *id, int once,
                           lg_object_callback callback, void *userdata);
+
+/* Observes a query's result in pages of `page_size` (0: the default, 20). `query_json` is NULL or a JSON
+ * object {"where": {field: value, ...}, "sort": {"field": name, "descending": bool}}. `anchor_last`: start from
+ * the last page (and page backwards). Returns the token (> 0), or -1 with lg_last_error() set. */
+int64_t lg_observe_collection(lg_client *client, const char *collection, const char *query_json, int page_size,
+                              int anchor_last, int once, lg_collection_callback callback, void *userdata);
+
+enum lg_page { LG_PAGE_NEXT, LG_PAGE_PREVIOUS, LG_PAGE_RESET };
+
+/* Pages a collection token: one page more towards the end (NEXT) or the start (PREVIOUS, for anchor_last),
+ * or back to one page (RESET). Returns 1 when the window changes (its items arrive through the callback),
+ * 0 when there is no such page, -1 with lg_last_error() set. */
+int lg_collection_page(lg_client *client, int64_t token, enum lg_page page);
+
+/* The window of a collection token as the notifications delivered so far make it: its size, and the snapshot
+ * at `index` (NULL when out of range or not a collection token; owned by the library, valid until the next
+ * lg_dispatch or request). */
+size_t lg_collection_size(const lg_client *client, int64_t token);
+struct json_object *lg_collection_item(const lg_client *client, int64_t token, size_t index);
 
 /* Ends a token. Returns 0, or -1 with lg_last_error() set. */
 int lg_invalidate(lg_client *client, int64_t token);
