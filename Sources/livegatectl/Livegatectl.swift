@@ -7,18 +7,18 @@ import LiveGateProtocol
 import LiveJSON
 
 /// Exit codes (also in `livegatectl --help`):
-/// 0 success · 1 the daemon answered with an error · 2 usage error · 3 the daemon could not be reached or
+/// 0 success · 1 the daemon answered with an error · 64 usage error (EX_USAGE) · 3 the daemon could not be reached or
 /// closed the connection.
 @main
 struct Livegatectl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "livegatectl",
-        abstract: "Talk to livegated: watch live objects, write them, show the daemon's status.",
+        abstract: "Talk to livegated: watch live objects and collections, write them, show the daemon's status.",
         discussion: """
-            Exit codes: 0 success; 1 the daemon answered with an error; 2 usage error; \
+            Exit codes: 0 success; 1 the daemon answered with an error; 64 usage error (EX_USAGE); \
             3 the daemon could not be reached or closed the connection.
             """,
-        subcommands: [Status.self, Watch.self, Put.self, Delete.self]
+        subcommands: [Status.self, Get.self, Watch.self, List.self, Put.self, Patch.self, Delete.self]
     )
 }
 
@@ -60,17 +60,26 @@ struct Status: AsyncParsableCommand {
 
 struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Watch a live object: print its state now and at every change.",
-        discussion: "Runs until interrupted, or until --until-version is reached."
+        abstract: "Watch a live object, or a query's result: print the state now and at every change.",
+        discussion: """
+            With an id, watches that object; without, the collection's objects that match --where, in             --sort order, in pages. Runs until interrupted, or until --until-version is reached. Example:             livegatectl watch messages --where channel='"c1"' --sort rank --pages 2
+            """
     )
     @OptionGroup var connection: ConnectionOptions
-    @Argument(help: "The object's collection.") var collection: String
-    @Argument(help: "The object's id.") var id: String
-    @Flag(help: "One JSON line per change (the daemon's object.changed params).") var json = false
-    @Flag(help: "Wait for fresh data: skip the cached version.") var freshOnly = false
-    @Option(help: "Exit once a snapshot with at least this version has been shown.") var untilVersion: Int64?
+    @Argument(help: "The collection.") var collection: String
+    @Argument(help: "The object's id (omit to watch the collection).") var id: String?
+    @OptionGroup var query: QueryOptions
+    @Flag(help: "One JSON line per change (the daemon's notification params).") var json = false
+    @Flag(help: "Wait for fresh data: skip the cached version (objects).") var freshOnly = false
+    @Option(help: "Exit once a snapshot with at least this version has been shown (objects).") var untilVersion: Int64?
 
     func run() async throws {
+        guard let id else {
+            try await withDaemon(connection) { daemon in
+                try await watchCollection(daemon, collection: collection, query: query, json: json, untilLoaded: false)
+            }
+            return
+        }
         try await withDaemon(connection) { daemon in
             let observation = try await daemon.observeObject(
                 collection: collection,
@@ -106,6 +115,155 @@ struct Watch: AsyncParsableCommand {
         }
         if let error = change.error { line += " error: \(error.message)" }
         return line
+    }
+}
+
+/// What selects and orders a collection's objects.
+struct QueryOptions: ParsableArguments {
+    @Option(name: .customLong("where"), help: "FIELD=JSON: only objects whose FIELD equals the JSON value (repeatable).")
+    var filters: [String] = []
+    @Option(help: "Order by this field (then by id).") var sort: String?
+    @Flag(help: "Descending order.") var descending = false
+    @Option(help: "Items per page, 1-100.") var pageSize: Int = 20
+    @Option(help: "How many pages to load.") var pages: Int = 1
+    @Flag(help: "Start from the last page (and page backwards).") var last = false
+
+    func validate() throws {
+        _ = try params()
+        guard pages >= 1 else { throw ValidationError("--pages must be 1 or more") }
+    }
+
+    func params() throws -> QueryParams {
+        var filters: [String: JSONValue] = [:]
+        for filter in self.filters {
+            guard let equals = filter.firstIndex(of: "=") else {
+                throw ValidationError("--where takes FIELD=JSON, e.g. channel='\"c1\"' or rank=3, not \(filter)")
+            }
+            let text = String(filter[filter.index(after: equals)...])
+            guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) else {
+                throw ValidationError("--where \(filter): the value must be JSON (quote strings: channel='\"c1\"')")
+            }
+            filters[String(filter[..<equals])] = value
+        }
+        return QueryParams(where: filters.isEmpty ? nil : filters, sort: sort.map { SortParams(field: $0, descending: descending ? true : nil) })
+    }
+}
+
+/// Observes a collection, pages it to `--pages`, and prints the window at every change (or, with
+/// `untilLoaded`, once the pages have loaded).
+func watchCollection(_ daemon: LiveGateConnection, collection: String, query: QueryOptions, json: Bool, untilLoaded: Bool) async throws {
+    let observation = try await daemon.observeCollection(
+        collection: collection,
+        query: try query.params(),
+        pageSize: query.pageSize,
+        anchor: query.last ? .last : nil
+    )
+    var pages = 1
+    for try await update in observation.updates {
+        let change = update.change
+        let loaded = change.loadingStatus == .loaded || change.loadingStatus == .error
+        let more = query.last ? change.hasPrevious : change.hasNext
+        if loaded, pages < query.pages, more {
+            let moved = query.last ? try await daemon.previousPage(token: observation.token) : try await daemon.nextPage(token: observation.token)
+            if moved {
+                pages += 1
+                continue
+            }
+        }
+        if untilLoaded {
+            guard loaded else { continue }
+            print(json ? jsonText(update.items) : describe(update))
+            return
+        }
+        if json {
+            print(jsonText(CollectionChangedBody(
+                count: change.count, size: change.size, changes: change.changes, items: change.items, hasNext: change.hasNext,
+                hasPrevious: change.hasPrevious, dataStatus: change.dataStatus, loadingStatus: change.loadingStatus,
+                error: change.error, resync: change.resync, reset: change.reset
+            )))
+        } else {
+            print(describe(update))
+        }
+        fflush(nil)
+    }
+}
+
+func describe(_ update: CollectionUpdate) -> String {
+    let change = update.change
+    var flags = [change.dataStatus.rawValue, change.loadingStatus.rawValue]
+    if change.resync == true { flags.append("resync") }
+    if change.hasPrevious { flags.append("more before") }
+    if change.hasNext { flags.append("more after") }
+    var lines = ["\(change.size) of \(change.count) [\(flags.joined(separator: ", "))]"]
+    for (index, item) in update.items.enumerated() {
+        lines.append("  \(index): \(item.id) v\(item.version) \(jsonText(item.data))")
+    }
+    if let error = change.error { lines.append("  error: \(error.message)") }
+    return lines.joined(separator: "\n")
+}
+
+struct Get: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print an object's current data, as the cloud has it (or the daemon's cache, with --local)."
+    )
+    @OptionGroup var connection: ConnectionOptions
+    @Argument(help: "The object's collection.") var collection: String
+    @Argument(help: "The object's id.") var id: String
+    @Flag(help: "Accept the daemon's cached version when it has one.") var local = false
+    @Flag(help: "Print the daemon's object.changed params as JSON.") var json = false
+
+    func run() async throws {
+        try await withDaemon(connection) { daemon in
+            let observation = try await daemon.observeObject(collection: collection, id: id, policy: local ? nil : .freshOnly, once: true)
+            for try await change in observation.changes {
+                print(json ? Watch.jsonLine(change) : Watch.describe(change))
+                if change.snapshot == nil, change.error == nil { throw ExitCode(1) }
+                return
+            }
+        }
+    }
+}
+
+struct List: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print a collection's objects that match --where, in --sort order, for --pages pages.",
+        discussion: "Example: livegatectl list messages --where channel='\"c1\"' --sort rank --descending --page-size 10"
+    )
+    @OptionGroup var connection: ConnectionOptions
+    @Argument(help: "The collection.") var collection: String
+    @OptionGroup var query: QueryOptions
+    @Flag(help: "Print the items as a JSON array of snapshots.") var json = false
+
+    func run() async throws {
+        try await withDaemon(connection) { daemon in
+            try await watchCollection(daemon, collection: collection, query: query, json: json, untilLoaded: true)
+        }
+    }
+}
+
+struct Patch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Merge a JSON merge patch into an object's data (null removes a member).",
+        discussion: "Example: livegatectl patch notes n1 '{\"done\": true}'"
+    )
+    @OptionGroup var connection: ConnectionOptions
+    @Argument(help: "The object's collection.") var collection: String
+    @Argument(help: "The object's id.") var id: String
+    @Argument(help: "The patch: a JSON object.") var data: String
+    @Option(help: "Patch only if the stored version is exactly this.") var ifVersion: Int64?
+
+    func validate() throws {
+        guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(data.utf8)), value.isObject else {
+            throw ValidationError("the patch must be a JSON object, e.g. '{\"done\": true}'")
+        }
+    }
+
+    func run() async throws {
+        let value = try JSONDecoder().decode(JSONValue.self, from: Data(data.utf8))
+        try await withDaemon(connection) { daemon in
+            let snapshot = try await daemon.update(collection: collection, id: id, data: value, ifVersion: ifVersion, merge: true)
+            print("\(snapshot.collection)/\(snapshot.id) is now at version \(snapshot.version)")
+        }
     }
 }
 
