@@ -145,6 +145,23 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // Benchmarks.
+        .executableTarget(
+            name: "livegate-bench",
+            dependencies: [
+                "LiveCloudAPI",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // Tests.
         .testTarget(name: "LiveGateProtocolTests", dependencies: ["LiveGateProtocol"], swiftSettings: swiftSettings),
         .testTarget(name: "LiveSDKTests", dependencies: ["LiveSDK", "LiveCloudAPI", "LiveChangeSet", "LiveJSON"], swiftSettings: swiftSettings),

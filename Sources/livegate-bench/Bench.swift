@@ -1,0 +1,385 @@
+// Licensed under the Apache License, Version 2.0.
+
+import ArgumentParser
+import AsyncHTTPClient
+import Dispatch
+import Foundation
+import Hummingbird
+import LiveCloudAPI
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// Measures livegated's fan-out against Redis pub/sub on the same machine, with the same subscribers, payload
+/// and rates, and prints the figures (see README, "Benchmarks").
+@main
+struct Bench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "livegate-bench",
+        abstract: "Fan-out benchmark: livegated vs Redis pub/sub, plus memory per token and an end-to-end row."
+    )
+
+    @Option(help: "Subscriber counts, comma-separated.") var subscribers = "1,100,1000"
+    @Option(help: "Updates sent as fast as possible, per throughput run.") var burst = 2000
+    @Option(help: "Updates per second in the latency runs.") var rate = 2000
+    @Option(help: "Seconds each latency run lasts.") var seconds = 3.0
+    @Option(help: "Approximate payload size in bytes (the object's data / the Redis message).") var payloadBytes = 256
+    @Option(help: "Tokens for the memory run (spread over 100 connections).") var tokens = 100_000
+    @Option(help: "Where livegated and livegate-cloud are (default: next to this program).") var binDirectory: String?
+    @Option(help: "redis-server to compare with.") var redisServer = "/usr/bin/redis-server"
+    @Flag(help: "Skip the Redis rows.") var skipRedis = false
+    @Flag(help: "Skip the memory run.") var skipMemory = false
+    @Flag(help: "Skip the end-to-end row through livegate-cloud.") var skipEndToEnd = false
+
+    func run() async throws {
+        var template = Array("/tmp/lgbench-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw BenchError("mkdtemp failed") }
+        let directory = String(cString: made)
+        let bin = binDirectory ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path
+        let counts = subscribers.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        say("livegate-bench: payload ~\(payloadBytes) B, burst \(burst) updates, \(rate) updates/s for \(seconds) s; work in \(directory)")
+
+        let cloud = LoadCloud(payloadBytes: payloadBytes)
+        let port = Int.random(in: 20_000..<40_000)
+        let cloudTask = Task { try await cloud.application(port: port).runService() }
+        defer { cloudTask.cancel() }
+        try await waitForTCP(port: port)
+
+        var rows: [Row] = []
+        let daemon = try await startDaemon(directory: directory + "/d1", cloudURL: "http://127.0.0.1:\(port)", bin: bin)
+        defer { daemon.stop() }
+        var redis: Child?
+        if !skipRedis {
+            redis = try Child(
+                "redis-server",
+                redisServer,
+                ["--port", "0", "--unixsocket", directory + "/redis.sock", "--save", "", "--appendonly", "no", "--maxclients", "20000"],
+                log: directory + "/redis.log"
+            )
+            try await waitForSocket(directory + "/redis.sock", what: "redis-server")
+        }
+        defer { redis?.stop() }
+
+        for count in counts {
+            let greeting =
+                #"{"jsonrpc":"2.0","id":1,"method":"hello","params":{"client":"bench","protocol":1}}"# + "\n"
+                + #"{"jsonrpc":"2.0","id":2,"method":"object.observe","params":{"collection":"bench","id":"o1"}}"# + "\n"
+            let pool = try await SubscriberPool.connect(
+                count: count,
+                socketPath: daemon.socket,
+                greeting: greeting,
+                readyMarker: #""dataStatus":"fresh""#
+            )
+            try await waitUntil("\(count) daemon subscribers ready") { pool.readyCount == count }
+            say("  \(count) subscribers connected to livegated")
+            rows.append(try await measure("livegated", pool: pool) { cloud.publish() })
+            await pool.close()
+
+            if let _ = redis {
+                let publisher = try await RedisPublisher(socketPath: directory + "/redis.sock")
+                let redisPool = try await SubscriberPool.connect(
+                    count: count,
+                    socketPath: directory + "/redis.sock",
+                    greeting: "SUBSCRIBE bench\r\n",
+                    readyMarker: "subscribe"
+                )
+                try await waitUntil("\(count) redis subscribers ready") { redisPool.readyCount == count }
+                rows.append(try await measure("redis pub/sub", pool: redisPool) { publisher.publish(cloud.redisPayload()) })
+                await redisPool.close()
+                await publisher.close()
+            }
+        }
+        printTable(rows)
+
+        if !skipMemory {
+            daemon.stop()
+            let fresh = try await startDaemon(directory: directory + "/d2", cloudURL: "http://127.0.0.1:\(port)", bin: bin)
+            defer { fresh.stop() }
+            try await measureMemory(fresh)
+        }
+        if !skipEndToEnd {
+            let row = try await measureEndToEnd(directory: directory + "/e2e", bin: bin)
+            printTable([row])
+        }
+    }
+
+    // MARK: Fan-out
+
+    struct Row {
+        var system: String
+        var subscribers: Int
+        var burstDelivered: Int
+        var burstExpected: Int
+        var deliveriesPerSecond: Double
+        var sentRate: Double
+        var latencyDelivered: Int
+        var latencyExpected: Int
+        var p50: Double
+        var p99: Double
+    }
+
+    func measure(_ system: String, pool: SubscriberPool, publish: @escaping @Sendable () -> Void) async throws -> Row {
+        let n = pool.receptions.count
+        say("  \(system), N=\(n): burst of \(burst)…")
+        // Throughput: a burst as fast as the sender can go.
+        for reception in pool.receptions { reception.reset(recordLatencies: false) }
+        let start = DispatchTime.now().uptimeNanoseconds
+        for _ in 0..<burst { publish() }
+        let burstDelivered = try await settle(pool, expected: n * burst)
+        let last = pool.receptions.map(\.lastAt).max() ?? start
+        let deliveriesPerSecond = Double(burstDelivered) / (Double(last &- start) / 1e9)
+
+        // Latency: a fixed rate.
+        say("  \(system), N=\(n): \(burstDelivered) of \(n * burst) delivered; now \(rate)/s for \(seconds) s…")
+        for reception in pool.receptions { reception.reset(recordLatencies: true) }
+        let total = Int(Double(rate) * seconds)
+        let paceStart = DispatchTime.now().uptimeNanoseconds
+        var sent = 0
+        while sent < total {
+            let elapsed = Double(DispatchTime.now().uptimeNanoseconds - paceStart) / 1e9
+            let due = min(total, Int(elapsed * Double(rate)) + 1)
+            while sent < due {
+                publish()
+                sent += 1
+            }
+            try await Task.sleep(for: .microseconds(200))
+        }
+        let sendSeconds = Double(DispatchTime.now().uptimeNanoseconds - paceStart) / 1e9
+        let delivered = try await settle(pool, expected: n * total)
+        var latencies: [UInt64] = []
+        latencies.reserveCapacity(delivered)
+        for reception in pool.receptions { latencies += reception.latencies }
+        latencies.sort()
+        func percentile(_ p: Double) -> Double {
+            guard !latencies.isEmpty else { return .nan }
+            return Double(latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]) / 1e6
+        }
+        let row = Row(
+            system: system,
+            subscribers: n,
+            burstDelivered: burstDelivered,
+            burstExpected: n * burst,
+            deliveriesPerSecond: deliveriesPerSecond,
+            sentRate: Double(total) / sendSeconds,
+            latencyDelivered: delivered,
+            latencyExpected: n * total,
+            p50: percentile(0.5),
+            p99: percentile(0.99)
+        )
+        say(
+            "  \(system), N=\(n): \(Int(deliveriesPerSecond)) deliveries/s; p50 \(String(format: "%.2f", row.p50)) ms, "
+                + "p99 \(String(format: "%.2f", row.p99)) ms"
+        )
+        return row
+    }
+
+    /// Waits until `expected` deliveries arrived, or none arrived for a second (coalesced or dropped); returns the count.
+    func settle(_ pool: SubscriberPool, expected: Int) async throws -> Int {
+        var total = 0
+        var quietSince = ContinuousClock.now
+        while true {
+            let now = pool.receptions.reduce(0) { $0 + $1.deliveries }
+            if now >= expected { return now }
+            if now != total {
+                total = now
+                quietSince = .now
+            } else if ContinuousClock.now - quietSince > .seconds(1) {
+                return total
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    func printTable(_ rows: [Row]) {
+        say("")
+        say("| system | N | deliveries/s (burst) | delivered (burst) | sent/s | p50 ms | p99 ms | delivered (rate) |")
+        say("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for row in rows {
+            say(
+                "| \(row.system) | \(row.subscribers) | \(Int(row.deliveriesPerSecond)) | \(row.burstDelivered)/\(row.burstExpected) | "
+                    + "\(Int(row.sentRate)) | \(String(format: "%.2f", row.p50)) | \(String(format: "%.2f", row.p99)) | "
+                    + "\(row.latencyDelivered)/\(row.latencyExpected) |"
+            )
+        }
+        say("")
+    }
+
+    // MARK: Memory per token
+
+    func measureMemory(_ daemon: DaemonProcess) async throws {
+        let connections = 100
+        let perConnection = max(1, tokens / connections)
+        var lines = #"{"jsonrpc":"2.0","id":0,"method":"hello","params":{"client":"bench","protocol":1}}"# + "\n"
+        // One token per connection first, on o0…o99: the baseline has the connections, the objects and their cache rows.
+        lines += #"{"jsonrpc":"2.0","id":1,"method":"object.observe","params":{"collection":"bench","id":"m0"}}"# + "\n"
+        var pools: [SubscriberPool] = []
+        for c in 0..<connections {
+            let first = lines.replacingOccurrences(of: #""id":"m0""#, with: #""id":"m\#(c)""#)
+            pools.append(try await SubscriberPool.connect(count: 1, socketPath: daemon.socket, greeting: first, readyMarker: #""dataStatus":"fresh""#))
+        }
+        try await waitUntil("the baseline tokens") { pools.allSatisfy { $0.readyCount == 1 } }
+        let before = daemon.child.residentKiB
+        for (c, pool) in pools.enumerated() {
+            var more = ""
+            for k in 1..<perConnection {
+                more += #"{"jsonrpc":"2.0","id":\#(k + 1),"method":"object.observe","params":{"collection":"bench","id":"m\#((c + k) % connections)"}}"# + "\n"
+            }
+            try await pool.channels[0].writeAndFlush(ByteBuffer(string: more))
+        }
+        try await waitUntil("\(connections * perConnection) tokens", timeout: .seconds(300)) {
+            pools.allSatisfy { $0.receptions[0].markers >= perConnection }
+        }
+        let after = daemon.child.residentKiB
+        let added = connections * (perConnection - 1)
+        let perToken = Double(after - before) * 1024 / Double(added)
+        say("memory: \(connections * perConnection) tokens on \(connections) connections and \(connections) objects;")
+        say("  daemon RSS \(before / 1024) MiB before the last \(added) tokens, \(after / 1024) MiB after: \(Int(perToken)) bytes per token")
+        for pool in pools { await pool.close() }
+    }
+
+    // MARK: End to end
+
+    func measureEndToEnd(directory: String, bin: String) async throws -> Row {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try "bench:bench-password\n".write(toFile: directory + "/users", atomically: true, encoding: .utf8)
+        let output = Pipe()
+        let cloud = try Child(
+            "livegate-cloud",
+            bin + "/livegate-cloud",
+            ["--port", "0", "--database", directory + "/cloud.sqlite", "--users-file", directory + "/users", "--bcrypt-cost", "4"],
+            log: directory + "/cloud.log",
+            stdout: output
+        )
+        defer { cloud.stop() }
+        let line = try await awaitLine(output, containing: "listening on")
+        guard let cloudPort = line.split(separator: ":").last.flatMap({ Int($0) }) else { throw BenchError("no port in \(line)") }
+        let base = "http://127.0.0.1:\(cloudPort)"
+        let login = try await httpJSON(.POST, base + CloudPath.login, #"{"username":"bench","password":"bench-password"}"#, token: nil)
+        let access = try JSONDecoder().decode(LoginResponse.self, from: login).accessToken
+        let padding = String(repeating: "x", count: max(0, payloadBytes - 40))
+        @Sendable func put() async throws {
+            let body = #"{"data":{"pad":"\#(padding)","t":\#(DispatchTime.now().uptimeNanoseconds)}}"#
+            _ = try await httpJSON(.PUT, base + CloudPath.object(EntityKey(collection: "bench", id: "e2e")), body, token: access)
+        }
+        _ = try await httpJSON(.PUT, base + CloudPath.object(EntityKey(collection: "bench", id: "e2e")), #"{"data":{"t":0}}"#, token: access)
+        let daemon = try await startDaemon(directory: directory + "/daemon", cloudURL: base, bin: bin, username: "bench", password: "bench-password")
+        defer { daemon.stop() }
+        let n = 100
+        let greeting =
+            #"{"jsonrpc":"2.0","id":1,"method":"hello","params":{"client":"bench","protocol":1}}"# + "\n"
+            + #"{"jsonrpc":"2.0","id":2,"method":"object.observe","params":{"collection":"bench","id":"e2e"}}"# + "\n"
+        let pool = try await SubscriberPool.connect(count: n, socketPath: daemon.socket, greeting: greeting, readyMarker: #""dataStatus":"fresh""#)
+        try await waitUntil("\(n) subscribers ready") { pool.readyCount == n }
+        defer { Task { await pool.close() } }
+
+        // Writes one after the other (each a committed SQLite transaction), then at a fixed rate.
+        for reception in pool.receptions { reception.reset(recordLatencies: false) }
+        let writes = 500
+        let start = DispatchTime.now().uptimeNanoseconds
+        for _ in 0..<writes { try await put() }
+        let delivered = try await settle(pool, expected: n * writes)
+        let last = pool.receptions.map(\.lastAt).max() ?? start
+        let perSecond = Double(delivered) / (Double(last &- start) / 1e9)
+
+        for reception in pool.receptions { reception.reset(recordLatencies: true) }
+        let rate = 200
+        let total = Int(Double(rate) * seconds)
+        let paceStart = DispatchTime.now().uptimeNanoseconds
+        for i in 0..<total {
+            try await put()
+            let due = paceStart + UInt64(Double(i + 1) / Double(rate) * 1e9)
+            let now = DispatchTime.now().uptimeNanoseconds
+            if due > now { try await Task.sleep(for: .nanoseconds(Int(due - now))) }
+        }
+        let sendSeconds = Double(DispatchTime.now().uptimeNanoseconds - paceStart) / 1e9
+        let rateDelivered = try await settle(pool, expected: n * total)
+        var latencies = pool.receptions.flatMap(\.latencies)
+        latencies.sort()
+        func percentile(_ p: Double) -> Double {
+            latencies.isEmpty ? .nan : Double(latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]) / 1e6
+        }
+        return Row(
+            system: "livegated + livegate-cloud (SQLite), end to end from the REST write",
+            subscribers: n,
+            burstDelivered: delivered,
+            burstExpected: n * writes,
+            deliveriesPerSecond: perSecond,
+            sentRate: Double(total) / sendSeconds,
+            latencyDelivered: rateDelivered,
+            latencyExpected: n * total,
+            p50: percentile(0.5),
+            p99: percentile(0.99)
+        )
+    }
+
+    func httpJSON(_ method: HTTPMethod, _ url: String, _ body: String, token: String?) async throws -> Data {
+        var request = HTTPClientRequest(url: url)
+        request.method = method
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        request.body = .bytes(ByteBuffer(string: body))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        let bytes = try await response.body.collect(upTo: 1 << 20)
+        guard (200..<300).contains(Int(response.status.code)) else { throw BenchError("\(method) \(url): HTTP \(response.status.code)") }
+        return Data(bytes.readableBytesView)
+    }
+
+    // MARK: Processes
+
+    struct DaemonProcess {
+        let child: Child
+        let socket: String
+        func stop() { child.stop() }
+    }
+
+    func startDaemon(directory: String, cloudURL: String, bin: String, username: String = "bench", password: String = "bench")
+        async throws -> DaemonProcess
+    {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try "\(password)\n".write(toFile: directory + "/password", atomically: true, encoding: .utf8)
+        let config = """
+            max-connections = 5000
+            max-tokens-per-connection = 100000
+            max-requests-per-second = 10000000
+            max-queued-bytes-per-connection = 67108864
+            """
+        try config.write(toFile: directory + "/livegated.conf", atomically: true, encoding: .utf8)
+        let socket = directory + "/livegate.sock"
+        let child = try Child(
+            "livegated",
+            bin + "/livegated",
+            [
+                "--config", directory + "/livegated.conf", "--socket", socket, "--state-dir", directory + "/state",
+                "--cloud-url", cloudURL, "--username", username, "--password-file", directory + "/password",
+                "--log-level", "warning", "--log-target", "stderr",
+            ],
+            log: directory + "/daemon.log"
+        )
+        try await waitForSocket(socket, what: "livegated")
+        return DaemonProcess(child: child, socket: socket)
+    }
+
+    func waitForTCP(port: Int) async throws {
+        for _ in 0..<600 {
+            if let channel = try? await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: port).get() {
+                try? await channel.close()
+                return
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw BenchError("the load cloud did not listen on \(port)")
+    }
+
+    func waitUntil(_ what: String, timeout: Duration = .seconds(60), _ condition: () -> Bool) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while !condition() {
+            guard ContinuousClock.now < deadline else { throw BenchError("timed out waiting for \(what)") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+}
+
+/// Prints a line at once (stdout is a pipe in CI, and a run can be long).
+func say(_ line: String) {
+    print(line)
+    fflush(nil)
+}

@@ -1,0 +1,101 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Dispatch
+import Foundation
+import Hummingbird
+import HummingbirdWebSocket
+import LiveCloudAPI
+import Logging
+import NIOCore
+import Synchronization
+
+/// A load generator that speaks the cloud's protocols (login, object reads, the realtime WebSocket), so that a
+/// benchmark of the daemon measures the daemon and not the cloud's storage. It serves one object,
+/// `bench/o1`, whose data is `{"pad": "…", "t": <send time, ns>}`, and publishes new versions of it to every
+/// realtime subscriber of its topic, at a fixed rate or as fast as it can.
+final class LoadCloud: Sendable {
+    static let collection = "bench"
+
+    private struct State {
+        var versions: [String: Int64] = [:]
+        var seq: Int64 = 0
+        var subscribers: [Int: AsyncStream<String>.Continuation] = [:]
+        var nextSubscriber = 0
+    }
+
+    private let state = Mutex(State())
+    let padding: String
+
+    init(payloadBytes: Int) {
+        padding = String(repeating: "x", count: max(0, payloadBytes - 40))
+    }
+
+    /// The entity's JSON, with `t` = 0 for reads (so readers can tell them from timed events).
+    private func entityJSON(id: String, version: Int64, t: UInt64) -> String {
+        #"{"collection":"bench","createdAt":"2026-01-01T00:00:00.000Z","data":{"pad":"\#(padding)","t":\#(t)},"deleted":false,"#
+            + #""id":"\#(id)","updatedAt":"2026-01-01T00:00:00.000Z","version":\#(version)}"#
+    }
+
+    func application(port: Int) -> some ApplicationProtocol {
+        let router = Router(context: BasicWebSocketRequestContext.self)
+        router.post(RouterPath(CloudPath.login)) { _, _ -> Response in
+            let login = #"{"accessToken":"bench","expiresIn":86400,"refreshExpiresIn":86400,"refreshToken":"bench-refresh","tokenType":"Bearer","userId":"bench"}"#
+            return Response(status: .ok, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(string: login)))
+        }
+        router.get("/v1/collections/:collection/objects/:id") { _, context -> Response in
+            let id = try context.parameters.require("id")
+            let version = self.state.withLock { state in
+                if state.versions[id] == nil { state.versions[id] = 1 }
+                return state.versions[id]!
+            }
+            let body = ByteBuffer(string: self.entityJSON(id: id, version: version, t: 0))
+            return Response(status: .ok, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: body))
+        }
+        router.ws(RouterPath(CloudPath.realtime)) { _, _ in .upgrade([:]) } onUpgrade: { inbound, outbound, _ in
+            let (messages, sink) = AsyncStream.makeStream(of: String.self)
+            let id = self.state.withLock { state in
+                state.nextSubscriber += 1
+                state.subscribers[state.nextSubscriber] = sink
+                return state.nextSubscriber
+            }
+            defer { _ = self.state.withLock { $0.subscribers.removeValue(forKey: id) } }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { for await text in messages { try await outbound.write(.text(text)) } }
+                for try await message in inbound.messages(maxSize: 1 << 20) {
+                    guard case .text(let text) = message,
+                        let request = try? JSONDecoder().decode(RealtimeClientMessage.self, from: Data(text.utf8))
+                    else { continue }
+                    let seq = self.state.withLock { $0.seq }
+                    sink.yield(#"{"op":"ack","ref":\#(request.ref),"seq":\#(seq)}"#)
+                }
+                sink.finish()
+                group.cancelAll()
+            }
+        }
+        return Application(
+            router: router,
+            server: .http1WebSocketUpgrade(webSocketRouter: router),
+            configuration: .init(address: .hostname("127.0.0.1", port: port)),
+            logger: Logger(label: "bench-cloud", factory: { _ in SwiftLogNoOpLogHandler() })
+        )
+    }
+
+    /// Publishes one new version of `bench/<id>`, stamped with the time now; returns the stamp.
+    @discardableResult
+    func publish(id: String = "o1") -> UInt64 {
+        let t = DispatchTime.now().uptimeNanoseconds
+        state.withLock { state in
+            state.seq += 1
+            let version = (state.versions[id] ?? 1) + 1
+            state.versions[id] = version
+            let text = #"{"entity":\#(entityJSON(id: id, version: version, t: t)),"op":"event","seq":\#(state.seq),"topic":"object:bench/\#(id)"}"#
+            for sink in state.subscribers.values { sink.yield(text) }
+        }
+        return t
+    }
+
+    /// The payload a Redis publisher sends for the same update (the same bytes the daemon's clients see as data).
+    func redisPayload() -> String {
+        #"{"pad":"\#(padding)","t":\#(DispatchTime.now().uptimeNanoseconds)}"#
+    }
+}

@@ -1,0 +1,86 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Foundation
+import NIOCore
+import NIOPosix
+
+struct BenchError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A child process the benchmark runs (the daemon, the cloud, redis-server), stopped when done.
+final class Child: Sendable {
+    let process: Process
+    let name: String
+
+    init(_ name: String, _ executable: String, _ arguments: [String], log: String, stdout: Pipe? = nil) throws {
+        self.name = name
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        FileManager.default.createFile(atPath: log, contents: nil)
+        let logHandle = FileHandle(forWritingAtPath: log)
+        process.standardError = logHandle
+        process.standardOutput = stdout ?? logHandle
+        do {
+            try process.run()
+        } catch {
+            throw BenchError("cannot start \(name) (\(executable)): \(error)")
+        }
+    }
+
+    var pid: Int32 { process.processIdentifier }
+
+    /// Resident memory in KiB, from /proc.
+    var residentKiB: Int {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
+        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0
+        }
+        return 0
+    }
+
+    func stop() {
+        guard process.isRunning else { return }
+        process.terminate()
+        process.waitUntilExit()
+    }
+}
+
+/// Waits until something accepts connections on the Unix socket at `path`.
+func waitForSocket(_ path: String, what: String, timeout: Duration = .seconds(30)) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if let channel = try? await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .connect(unixDomainSocketPath: path).get()
+        {
+            try? await channel.close()
+            return
+        }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+    throw BenchError("\(what) did not listen on \(path) within \(timeout)")
+}
+
+/// Reads lines from a pipe until one contains `marker`; returns it.
+func awaitLine(_ pipe: Pipe, containing marker: String, timeout: Duration = .seconds(30)) async throws -> String {
+    let handle = pipe.fileHandleForReading
+    return try await withThrowingTaskGroup(of: String.self) { group in
+        group.addTask {
+            var buffer = ""
+            while true {
+                let data = handle.availableData
+                if data.isEmpty { throw BenchError("the process closed its output before printing \(marker)") }
+                buffer += String(decoding: data, as: UTF8.self)
+                if let line = buffer.split(separator: "\n").first(where: { $0.contains(marker) }) { return String(line) }
+            }
+        }
+        group.addTask {
+            try await Task.sleep(for: timeout)
+            throw BenchError("timed out waiting for \(marker)")
+        }
+        defer { group.cancelAll() }
+        return try await group.next()!
+    }
+}

@@ -1,0 +1,29 @@
+// Licensed under the Apache License, Version 2.0.
+
+import NIOCore
+import NIOPosix
+
+/// Publishes to Redis channel `bench` over its Unix socket (RESP `PUBLISH`), discarding the replies.
+struct RedisPublisher {
+    private final class Discard: ChannelInboundHandler, Sendable {
+        typealias InboundIn = ByteBuffer
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
+    }
+
+    let channel: any Channel
+
+    init(socketPath: String) async throws {
+        channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(Discard()) }
+            }
+            .connect(unixDomainSocketPath: socketPath).get()
+    }
+
+    func publish(_ payload: String) {
+        let command = "*3\r\n$7\r\nPUBLISH\r\n$5\r\nbench\r\n$\(payload.utf8.count)\r\n\(payload)\r\n"
+        channel.writeAndFlush(ByteBuffer(string: command), promise: nil)
+    }
+
+    func close() async { try? await channel.close() }
+}
