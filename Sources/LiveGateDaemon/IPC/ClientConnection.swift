@@ -75,25 +75,24 @@ final class ClientConnection: Sendable {
         } else {
             logger.info("client connected")
         }
+        // A client cut off for reading too slowly may never read again: its socket is closed after a grace
+        // period that lets the closing notification through to a client that still reads, however slowly.
+        let underlying = channel.channel
+        outbox.whenCutOff {
+            underlying.eventLoop.scheduleTask(in: .seconds(2)) { underlying.close(promise: nil) }
+        }
         do {
-            try await channel.executeThenClose { inbound, outbound in
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask {
-                        while let batch = await self.outbox.next() {
-                            try await outbound.write(contentsOf: batch)
-                        }
-                        // Drained after close (cut off or shutdown): end the connection.
-                        channel.channel.close(promise: nil)
-                    }
-                    for try await frame in inbound where refusal == nil {
-                        guard self.beginRequest() else { break }
-                        await self.handle(frame)
-                        if self.endRequest() { break }
-                    }
-                    self.outbox.close()
-                    try await group.next()
-                    group.cancelAll()
+            let writer = try await channel.channel.pipeline.handler(type: OutboxWriter.self).get()
+            let written = writer.start(outbox, channel: channel.channel)
+            try await channel.executeThenClose { inbound, _ in
+                for try await frame in inbound where refusal == nil {
+                    guard self.beginRequest() else { break }
+                    await self.handle(frame)
+                    if self.endRequest() { break }
                 }
+                // The writer ends the connection once what is queued (and the goodbye, if any) is written.
+                self.outbox.close()
+                try await written.get()
             }
         } catch {
             logger.debug("client connection ended with an error", metadata: ["error": "\(error)"])

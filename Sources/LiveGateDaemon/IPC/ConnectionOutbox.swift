@@ -6,22 +6,28 @@ import Synchronization
 
 /// The bounded, coalescing queue of bytes waiting to be written to one client.
 ///
-/// Producers (request handlers, the fan-out) never wait: ``offer(token:prefix:body:)`` and
-/// ``enqueue(_:)`` return at once. The connection's writer takes everything queued in one batch.
+/// Producers (request handlers, the fan-out) never wait: ``offer(token:prefix:body:fullState:)`` and
+/// ``enqueue(_:)`` return at once. The first item queued while the writer is idle calls the writer's wake-up
+/// (``setWakeup(_:)``); the writer then ``take()``s everything queued in one batch, so items that arrive while
+/// it is busy are written together.
 ///
-/// - Notifications for the same token coalesce: a newer body replaces an unsent older one (object
-///   notifications are states, so the latest is all a slow reader needs). A collection notification is a
-///   change, not a state: when it replaces an unsent one, its full-state form (`reset: true`) is queued
-///   instead, so the merged changes are never lost.
-/// - When more than `maxQueuedBytes` wait, or the writer has been stuck on one batch for longer than
-///   `maxStall`, the client is cut off: the queue is replaced by one `connection.closing` notification and
-///   nothing more is accepted. One slow client never holds memory or time from the others.
+/// - A client that keeps up receives every notification. Once it falls behind — its socket is full, or
+///   half the byte budget is queued — notifications for the same token coalesce: a newer body replaces an
+///   unsent older one (object notifications are states, so the latest is all a slow reader needs). A
+///   collection notification is a change, not a state: when it replaces an unsent one, its full-state form
+///   (`reset: true`) is queued instead, so the merged changes are never lost.
+/// - When more than `maxQueuedBytes` wait, or the writer has been blocked (the client's socket full) for
+///   longer than `maxStall`, the client is cut off: the queue is replaced by one `connection.closing`
+///   notification and nothing more is accepted. One slow client never holds memory or time from the others.
 final class ConnectionOutbox: Sendable {
     enum Closure: Equatable, Sendable {
         case open
         /// Closing: what is queued is still written, then the writer ends.
         case draining
     }
+
+    /// The full-state form of a change notification, made only when needed (it is encoded once per change).
+    typealias FullState = @Sendable () -> ByteBuffer?
 
     private enum Item {
         case frame(ByteBuffer)
@@ -40,14 +46,17 @@ final class ConnectionOutbox: Sendable {
         var indexByToken: [Int64: Int] = [:]
         var queuedBytes = 0
         var closure = Closure.open
-        var waiter: CheckedContinuation<[ByteBuffer]?, Never>?
-        /// When the batch being written was taken; `nil` while the writer is idle.
-        var batchTakenAt: ContinuousClock.Instant?
+        /// Set when the wake-up was called and the writer has not taken the queue since.
+        var wakeupPending = false
+        /// Since when the writer cannot write (the client's socket is full); `nil` while it can.
+        var blockedSince: ContinuousClock.Instant?
         var cutOff = false
         var coalesced = 0
     }
 
     private let state = Mutex(State())
+    private let wakeup = Mutex<(@Sendable () -> Void)?>(nil)
+    private let cutOffHandler = Mutex<(@Sendable () -> Void)?>(nil)
     let maxQueuedBytes: Int
     let maxStall: Duration
 
@@ -56,13 +65,29 @@ final class ConnectionOutbox: Sendable {
         self.maxStall = maxStall
     }
 
+    /// What the writer calls to be told there is something to take. Called without locks held, once per
+    /// transition from "taken" to "something queued" (or closed).
+    func setWakeup(_ wake: @escaping @Sendable () -> Void) {
+        wakeup.withLock { $0 = wake }
+        // What was queued before the writer existed (an answer, a refusal) is waiting: wake it at once.
+        let pending = state.withLock { state -> Bool in
+            guard !state.items.isEmpty || state.closure != .open else { return false }
+            state.wakeupPending = true
+            return true
+        }
+        if pending { wake() }
+    }
+
+    /// Runs `handler` once, when the client is cut off (the connection uses it to close the socket even if
+    /// the client never reads again).
+    func whenCutOff(_ handler: @escaping @Sendable () -> Void) {
+        cutOffHandler.withLock { $0 = handler }
+    }
+
     /// Queues a complete frame (a response): never coalesced.
     func enqueue(_ frame: ByteBuffer) {
         push(.frame(frame), token: nil)
     }
-
-    /// The full-state form of a change notification, made only when needed (it is encoded once per change).
-    typealias FullState = @Sendable () -> ByteBuffer?
 
     /// Queues a notification for `token`, replacing an unsent one for the same token. When `fullState` is
     /// given, the body is a change relative to the previous one, and a replacement queues `fullState()`.
@@ -72,31 +97,50 @@ final class ConnectionOutbox: Sendable {
 
     /// Stops accepting; queued items (and `final`, if given) are still written, then the writer ends.
     func close(final: ByteBuffer? = nil) {
-        let (waiter, batch) = state.withLock { state -> (CheckedContinuation<[ByteBuffer]?, Never>?, [ByteBuffer]?) in
-            guard state.closure == .open else { return (nil, nil) }
+        let wake = state.withLock { state -> Bool in
+            guard state.closure == .open else { return false }
             if let final {
                 state.items.append(.frame(final))
                 state.queuedBytes += final.readableBytes
             }
             state.closure = .draining
-            guard let waiter = Self.takeWaiter(&state) else { return (nil, nil) }
-            return (waiter, state.items.isEmpty ? nil : Self.takeBatch(&state))
+            return Self.needsWakeup(&state)
         }
-        waiter?.resume(returning: batch)
+        if wake { wakeup.withLock { $0 }?() }
     }
 
-    /// The next batch to write, waiting for one; `nil` once closed and drained.
-    func next() async -> [ByteBuffer]? {
-        await withCheckedContinuation { continuation in
-            let immediate = state.withLock { state -> [ByteBuffer]?? in
-                state.batchTakenAt = nil
-                if !state.items.isEmpty { return .some(Self.takeBatch(&state)) }
-                if state.closure != .open { return .some(nil) }
-                state.waiter = continuation
-                return .none
+    /// Everything queued, in order, and whether the writer is done once it has written it (the outbox is
+    /// closed and nothing is left).
+    func take() -> (buffers: [ByteBuffer], finished: Bool) {
+        state.withLock { state in
+            state.wakeupPending = false
+            var buffers: [ByteBuffer] = []
+            buffers.reserveCapacity(state.items.count * 2)
+            for item in state.items {
+                switch item {
+                case .frame(let buffer): buffers.append(buffer)
+                case .notification(_, let prefix, let body, _):
+                    buffers.append(prefix)
+                    buffers.append(body)
+                }
             }
-            if let immediate { continuation.resume(returning: immediate) }
+            state.items.removeAll(keepingCapacity: true)
+            state.indexByToken.removeAll(keepingCapacity: true)
+            state.queuedBytes = 0
+            return (buffers, state.closure == .draining)
         }
+    }
+
+    /// The writer cannot write (the client's socket is full): from now on the stall clock runs.
+    func writerBlocked() {
+        state.withLock { state in
+            if state.blockedSince == nil { state.blockedSince = .now }
+        }
+    }
+
+    /// The writer can write again.
+    func writerUnblocked() {
+        state.withLock { $0.blockedSince = nil }
     }
 
     /// Whether this client was cut off for being too slow.
@@ -106,9 +150,11 @@ final class ConnectionOutbox: Sendable {
     var queuedBytes: Int { state.withLock { $0.queuedBytes } }
 
     private func push(_ item: Item, token: Int64?) {
-        let (waiter, batch) = state.withLock { state -> (CheckedContinuation<[ByteBuffer]?, Never>?, [ByteBuffer]?) in
-            guard state.closure == .open else { return (nil, nil) }
-            if let token, let index = state.indexByToken[token] {
+        var cutOffNow = false
+        let wake = state.withLock { state -> Bool in
+            guard state.closure == .open else { return false }
+            let behind = state.blockedSince != nil || state.queuedBytes > maxQueuedBytes / 2
+            if let token, behind, let index = state.indexByToken[token] {
                 var item = item
                 if case .notification(_, let prefix, _, let fullState?) = item, let full = fullState() {
                     item = .notification(token: token, prefix: prefix, body: full, fullState: fullState)
@@ -121,17 +167,24 @@ final class ConnectionOutbox: Sendable {
                 state.items.append(item)
                 state.queuedBytes += item.byteCount
             }
-            let stalled = state.batchTakenAt.map { ContinuousClock.now - $0 >= maxStall } ?? false
+            let stalled = state.blockedSince.map { ContinuousClock.now - $0 >= maxStall } ?? false
             if state.queuedBytes > maxQueuedBytes || stalled {
-                Self.cutOff(&state, queuedBytes: state.queuedBytes, stalled: stalled, limit: maxQueuedBytes)
+                Self.cutOff(&state, stalled: stalled, limit: maxQueuedBytes)
+                cutOffNow = true
             }
-            guard let waiter = Self.takeWaiter(&state) else { return (nil, nil) }
-            return (waiter, state.items.isEmpty ? nil : Self.takeBatch(&state))
+            return Self.needsWakeup(&state)
         }
-        waiter?.resume(returning: batch)
+        if wake { wakeup.withLock { $0 }?() }
+        if cutOffNow, let handler = cutOffHandler.withLock({ $0 }) { handler() }
     }
 
-    private static func cutOff(_ state: inout State, queuedBytes: Int, stalled: Bool, limit: Int) {
+    private static func needsWakeup(_ state: inout State) -> Bool {
+        guard !state.wakeupPending else { return false }
+        state.wakeupPending = true
+        return true
+    }
+
+    private static func cutOff(_ state: inout State, stalled: Bool, limit: Int) {
         let reason =
             stalled
             ? "this client did not read its notifications for too long; reconnect and re-observe"
@@ -148,28 +201,5 @@ final class ConnectionOutbox: Sendable {
             state.items.append(.frame(final))
             state.queuedBytes = final.readableBytes
         }
-    }
-
-    private static func takeWaiter(_ state: inout State) -> CheckedContinuation<[ByteBuffer]?, Never>? {
-        defer { state.waiter = nil }
-        return state.waiter
-    }
-
-    private static func takeBatch(_ state: inout State) -> [ByteBuffer] {
-        var buffers: [ByteBuffer] = []
-        buffers.reserveCapacity(state.items.count * 2)
-        for item in state.items {
-            switch item {
-            case .frame(let buffer): buffers.append(buffer)
-            case .notification(_, let prefix, let body, _):
-                buffers.append(prefix)
-                buffers.append(body)
-            }
-        }
-        state.items.removeAll(keepingCapacity: true)
-        state.indexByToken.removeAll(keepingCapacity: true)
-        state.queuedBytes = 0
-        state.batchTakenAt = .now
-        return buffers
     }
 }

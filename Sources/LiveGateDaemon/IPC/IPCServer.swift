@@ -29,13 +29,14 @@ struct IPCServer: Service {
         let configuration = context.configuration
         let settings = context.settings
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.backlog, value: 1024)
             .childChannelOption(.writeBufferWaterMark, value: .init(low: 32 << 10, high: 256 << 10))
         let initializer: @Sendable (any Channel) -> EventLoopFuture<NIOAsyncChannel<InboundFrame, ByteBuffer>> = { channel in
             channel.eventLoop.makeCompletedFuture {
                 // Limits are read per connection, so a reload applies to every connection opened after it.
                 let maxFrameBytes = settings.limits.maxFrameBytes
                 try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(JSONLineFrameDecoder(maxFrameBytes: maxFrameBytes)))
+                try channel.pipeline.syncOperations.addHandler(OutboxWriter())
                 return try NIOAsyncChannel(
                     wrappingChannelSynchronously: channel,
                     configuration: .init(inboundType: InboundFrame.self, outboundType: ByteBuffer.self)

@@ -17,6 +17,9 @@ final class CacheStore: Sendable {
         self.path = path
         var configuration = Configuration()
         configuration.label = "livegate.cache"
+        // A cache: a commit survives the process crashing (WAL), and the cloud holds the truth, so the WAL
+        // is not synced at every commit (a realtime event each) but at checkpoints.
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
         pool = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(pool)
     }

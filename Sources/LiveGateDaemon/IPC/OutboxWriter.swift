@@ -1,0 +1,79 @@
+// Licensed under the Apache License, Version 2.0.
+
+import LiveGateProtocol
+import NIOCore
+import Synchronization
+
+/// Writes a connection's outbox to its socket from the channel's event loop, with no task or continuation per
+/// write: woken by the outbox when something is queued, it takes everything queued and writes it with one
+/// flush, so a burst of notifications costs one system call per connection, not one per notification. While
+/// the client's socket is full (the channel is not writable) it writes nothing and waits for NIO to report
+/// writability; the outbox meanwhile coalesces, and cuts the client off if that lasts too long.
+///
+/// Sits in the pipeline after the frame decoder (it passes frames on untouched) so that it sees writability
+/// changes. Its state is guarded by a lock because ``start(_:channel:)`` comes from the connection's task.
+final class OutboxWriter: ChannelInboundHandler, Sendable {
+    typealias InboundIn = InboundFrame
+
+    private struct State {
+        var outbox: ConnectionOutbox?
+        var done: EventLoopPromise<Void>?
+    }
+
+    private let state = Mutex(State())
+
+    /// Starts writing `outbox` to `channel`. The future completes once the outbox was closed and everything
+    /// in it written (the channel is then closed), or the channel closed first.
+    func start(_ outbox: ConnectionOutbox, channel: any Channel) -> EventLoopFuture<Void> {
+        let done = channel.eventLoop.makePromise(of: Void.self)
+        state.withLock { $0 = State(outbox: outbox, done: done) }
+        channel.closeFuture.whenComplete { _ in self.finish() }
+        outbox.setWakeup { [self] in
+            channel.eventLoop.execute { self.drain(channel) }
+        }
+        return done.futureResult
+    }
+
+    /// Takes what is queued and writes it; on the channel's event loop.
+    private func drain(_ channel: any Channel) {
+        guard let outbox = state.withLock({ $0.outbox }) else { return }
+        guard channel.isActive else {
+            finish()
+            return
+        }
+        guard channel.isWritable else {
+            outbox.writerBlocked()
+            return
+        }
+        outbox.writerUnblocked()
+        let (buffers, finished) = outbox.take()
+        for buffer in buffers { channel.write(buffer, promise: nil) }
+        if finished {
+            let flushed = channel.eventLoop.makePromise(of: Void.self)
+            channel.writeAndFlush(ByteBuffer(), promise: flushed)
+            flushed.futureResult.whenComplete { _ in
+                channel.close(promise: nil)
+                self.finish()
+            }
+        } else if !buffers.isEmpty {
+            channel.flush()
+        }
+    }
+
+    private func finish() {
+        let done = state.withLock { state -> EventLoopPromise<Void>? in
+            defer { state = State() }
+            return state.done
+        }
+        done?.succeed()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        context.fireChannelRead(data)
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { drain(context.channel) }
+        context.fireChannelWritabilityChanged()
+    }
+}
