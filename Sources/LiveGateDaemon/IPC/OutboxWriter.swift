@@ -73,7 +73,12 @@ final class OutboxWriter: ChannelInboundHandler, Sendable {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable { drain(context.channel) }
+        if context.channel.isWritable {
+            // Not here and now: this event fires from inside a flush, and draining (which flushes) from it
+            // would recurse for as long as the client keeps reading.
+            let channel = context.channel
+            context.eventLoop.execute { self.drain(channel) }
+        }
         context.fireChannelWritabilityChanged()
     }
 }
