@@ -53,8 +53,7 @@ public struct CollectionObserveParams: Codable, Sendable {
     /// Fire exactly once (the cached result if there is one, else the fetched one), then the token ends.
     public var once: Bool?
 
-    public init(collection: String, query: QueryParams? = nil, pageSize: Int? = nil, anchor: CollectionAnchorParam? = nil, once: Bool? = nil)
-    {
+    public init(collection: String, query: QueryParams? = nil, pageSize: Int? = nil, anchor: CollectionAnchorParam? = nil, once: Bool? = nil) {
         self.collection = collection
         self.query = query
         self.pageSize = pageSize
@@ -176,8 +175,9 @@ public struct CollectionChangedParams: Decodable, Sendable, Equatable {
         let all = changes.deletions + changes.moves.map(\.old) + changes.modifications.map(\.old)
         guard all.allSatisfy({ base.indices.contains($0) }) else { return nil }
         let targets = changes.insertions + changes.moves.map(\.new) + changes.modifications.map(\.new)
-        guard targets.allSatisfy({ (0..<size).contains($0) }), Set(changes.insertions + changes.moves.map(\.new)).count
-            == changes.insertions.count + changes.moves.count
+        guard targets.allSatisfy({ (0..<size).contains($0) }),
+            Set(changes.insertions + changes.moves.map(\.new)).count
+                == changes.insertions.count + changes.moves.count
         else { return nil }
         return changes.apply(to: base) { items[String($0)]! }
     }

@@ -215,14 +215,18 @@ struct Bench: AsyncParsableCommand {
         var pools: [SubscriberPool] = []
         for c in 0..<connections {
             let first = lines.replacingOccurrences(of: #""id":"m0""#, with: #""id":"m\#(c)""#)
-            pools.append(try await SubscriberPool.connect(count: 1, socketPath: daemon.socket, greeting: first, readyMarker: #""dataStatus":"fresh""#))
+            pools.append(
+                try await SubscriberPool.connect(count: 1, socketPath: daemon.socket, greeting: first, readyMarker: #""dataStatus":"fresh""#)
+            )
         }
         try await waitUntil("the baseline tokens") { pools.allSatisfy { $0.readyCount == 1 } }
         let before = daemon.child.residentKiB
         for (c, pool) in pools.enumerated() {
             var more = ""
             for k in 1..<perConnection {
-                more += #"{"jsonrpc":"2.0","id":\#(k + 1),"method":"object.observe","params":{"collection":"bench","id":"m\#((c + k) % connections)"}}"# + "\n"
+                more +=
+                    #"{"jsonrpc":"2.0","id":\#(k + 1),"method":"object.observe","params":{"collection":"bench","id":"m\#((c + k) % connections)"}}"#
+                    + "\n"
             }
             try await pool.channels[0].writeAndFlush(ByteBuffer(string: more))
         }

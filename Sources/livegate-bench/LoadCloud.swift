@@ -39,7 +39,8 @@ final class LoadCloud: Sendable {
     func application(port: Int) -> some ApplicationProtocol {
         let router = Router(context: BasicWebSocketRequestContext.self)
         router.post(RouterPath(CloudPath.login)) { _, _ -> Response in
-            let login = #"{"accessToken":"bench","expiresIn":86400,"refreshExpiresIn":86400,"refreshToken":"bench-refresh","tokenType":"Bearer","userId":"bench"}"#
+            let login =
+                #"{"accessToken":"bench","expiresIn":86400,"refreshExpiresIn":86400,"refreshToken":"bench-refresh","tokenType":"Bearer","userId":"bench"}"#
             return Response(status: .ok, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(string: login)))
         }
         router.get("/v1/collections/:collection/objects/:id") { _, context -> Response in
@@ -51,7 +52,9 @@ final class LoadCloud: Sendable {
             let body = ByteBuffer(string: self.entityJSON(id: id, version: version, t: 0))
             return Response(status: .ok, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: body))
         }
-        router.ws(RouterPath(CloudPath.realtime)) { _, _ in .upgrade([:]) } onUpgrade: { inbound, outbound, _ in
+        router.ws(RouterPath(CloudPath.realtime)) { _, _ in
+            .upgrade([:])
+        } onUpgrade: { inbound, outbound, _ in
             let (messages, sink) = AsyncStream.makeStream(of: String.self)
             let id = self.state.withLock { state in
                 state.nextSubscriber += 1

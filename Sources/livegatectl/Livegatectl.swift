@@ -176,11 +176,23 @@ func watchCollection(_ daemon: LiveGateConnection, collection: String, query: Qu
             return
         }
         if json {
-            print(jsonText(CollectionChangedBody(
-                count: change.count, size: change.size, changes: change.changes, items: change.items, hasNext: change.hasNext,
-                hasPrevious: change.hasPrevious, dataStatus: change.dataStatus, loadingStatus: change.loadingStatus,
-                error: change.error, resync: change.resync, reset: change.reset
-            )))
+            print(
+                jsonText(
+                    CollectionChangedBody(
+                        count: change.count,
+                        size: change.size,
+                        changes: change.changes,
+                        items: change.items,
+                        hasNext: change.hasNext,
+                        hasPrevious: change.hasPrevious,
+                        dataStatus: change.dataStatus,
+                        loadingStatus: change.loadingStatus,
+                        error: change.error,
+                        resync: change.resync,
+                        reset: change.reset
+                    )
+                )
+            )
         } else {
             print(describe(update))
         }

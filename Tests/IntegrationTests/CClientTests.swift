@@ -112,10 +112,11 @@ private var valgrindAvailable: Bool {
 
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/valgrind")
-        process.arguments = [
-            "--error-exitcode=99", "--leak-check=full", "--errors-for-leak-kinds=definite,indirect",
-            example, "--socket", cluster.socketPath,
-        ] + arguments
+        process.arguments =
+            [
+                "--error-exitcode=99", "--leak-check=full", "--errors-for-leak-kinds=definite,indirect",
+                example, "--socket", cluster.socketPath,
+            ] + arguments
         let stdout = Pipe()
         let stderr = Pipe()
         process.standardOutput = stdout

@@ -72,7 +72,9 @@ import Testing
         defer { cluster.stop() }
         try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
         let token = try await cluster.login()
-        for n in 0..<10 { try await cluster.put("mix", "o\(n)", ["group": .string(n % 2 == 0 ? "even" : "odd"), "n": .number(Double(n))], token: token) }
+        for n in 0..<10 {
+            try await cluster.put("mix", "o\(n)", ["group": .string(n % 2 == 0 ? "even" : "odd"), "n": .number(Double(n))], token: token)
+        }
 
         var connected: [LineClient] = []
         for index in 0..<1000 {

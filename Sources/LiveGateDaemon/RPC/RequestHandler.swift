@@ -190,7 +190,12 @@ struct RequestHandler {
         let current = try collectionToken(request.token).current
         let window = current.items.dropFirst(request.offset).prefix(request.limit)
         connection.respond(
-            result: CollectionItemsResult(offset: request.offset, items: window.map(ObjectSnapshot.init), size: current.items.count, count: current.count),
+            result: CollectionItemsResult(
+                offset: request.offset,
+                items: window.map(ObjectSnapshot.init),
+                size: current.items.count,
+                count: current.count
+            ),
             id: id
         )
     }

@@ -237,7 +237,7 @@ extension LiveClient {
         let token = try await session.accessToken()
         do {
             return try await cloud.query(query, page, limit: limit, token: token)
-        } catch where error.code == .unauthenticated {
+        } catch  where error.code == .unauthenticated {
             await session.tokenRejected(token)
             return try await cloud.query(query, page, limit: limit, token: try await session.accessToken())
         }
