@@ -23,7 +23,7 @@ import Testing
         let cluster = try await TestCluster.start(startDaemon: false)
         defer { cluster.stop() }
         let config = cluster.directory + "/livegated.conf"
-        try "max-stall-seconds = 1\nmax-queued-bytes-per-connection = 65536\n".write(toFile: config, atomically: true, encoding: .utf8)
+        try "max-stall-seconds = 2\nmax-queued-bytes-per-connection = 1048576\n".write(toFile: config, atomically: true, encoding: .utf8)
         try await cluster.startDaemon(extraArguments: ["--config", config])
         try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
         let token = try await cluster.login()
@@ -40,15 +40,15 @@ import Testing
         let pid = try #require(cluster.daemonPID)
         let before = Self.residentKiB(pid)
 
-        // Updates until the stalled client has been cut off (its writes stall once its buffers fill, and one
-        // second later the daemon gives up on it), then a few more.
+        // Updates until the stalled client has been cut off (its writes stall once its buffers fill, and two
+        // seconds later the daemon gives up on it), then a few more.
         var version: Int64 = 1
         var after = 0
         while after < 20 {
             version = try await cluster.put("hot", "o", ["n": .number(Double(version + 1)), "pad": .string(padding)], token: token).version
             if after > 0 || cluster.daemonLog.contains("client cut off") { after += 1 }
-            #expect(version < 3000, "the stalled client was never cut off")
-            if version >= 3000 { break }
+            #expect(version < 5000, "the stalled client was never cut off")
+            if version >= 5000 { break }
         }
         let last = version
         try await eventually("99 readers at version \(last)") { readers.allSatisfy { $0.versions.last == last } }
