@@ -159,9 +159,10 @@ public final class LiveGateConnection: Sendable {
         collection: String,
         id: String,
         policy: ObservePolicy? = nil,
-        once: Bool = false
+        once: Bool = false,
+        sinceVersion: Int64? = nil
     ) async throws -> ObjectObservation {
-        let params = ObjectObserveParams(collection: collection, id: id, once: once ? true : nil, policy: policy)
+        let params = ObjectObserveParams(collection: collection, id: id, once: once ? true : nil, policy: policy, sinceVersion: sinceVersion)
         return try await sendObserve(Method.objectObserve, params)
     }
 

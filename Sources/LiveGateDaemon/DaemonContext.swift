@@ -10,6 +10,9 @@ struct DaemonContext: Sendable {
     let engine: LiveClient
     let hub: ObjectTopicHub
     let collections: CollectionFanout
+    let sessionWatch: SessionWatch
+    /// When the daemon started, for `daemon.stats`.
+    let startedAt: ContinuousClock.Instant
     let connections: ConnectionRegistry
     let notifier: any ReadinessNotifier
 }

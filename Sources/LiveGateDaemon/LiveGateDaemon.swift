@@ -38,10 +38,13 @@ public struct LiveGateDaemon: Sendable {
             engine: engine,
             hub: ObjectTopicHub(engine: engine, logger: logger),
             collections: CollectionFanout(engine: engine, logger: logger),
+            sessionWatch: SessionWatch(),
+            startedAt: .now,
             connections: ConnectionRegistry(),
             notifier: notifier
         )
         await CloudEventLog(logger: logger).attach(to: engine)
+        await context.sessionWatch.attach(to: engine)
         // Trap SIGHUP now, before READY=1 can be sent: an untrapped SIGHUP would end the process.
         let hangups = await UnixSignalsSequence(trapping: .sighup)
         self.settings = settings

@@ -18,12 +18,16 @@ public enum Method {
     public static let collectionPreviousPage = "collection.previousPage"
     public static let collectionResetPage = "collection.resetPage"
     public static let collectionItems = "collection.items"
+    public static let sessionState = "session.state"
+    public static let daemonStats = "daemon.stats"
 }
 
 /// Notification names of the local protocol.
 public enum NotificationMethod {
     public static let objectChanged = "object.changed"
     public static let collectionChanged = "collection.changed"
+    /// The cloud session or the realtime connection changed (to connections that asked with `session.state`).
+    public static let sessionChanged = "session.changed"
     /// Sent once, just before the daemon closes a connection on its own (slow reader, shutdown).
     public static let connectionClosing = "connection.closing"
 }
@@ -91,12 +95,16 @@ public struct ObjectObserveParams: Codable, Sendable {
     /// Fire exactly once (local if cached, else fresh), then the token ends by itself.
     public var once: Bool?
     public var policy: ObservePolicy?
+    /// Re-observing: the last version this client saw. No snapshot of that version or older is sent, so a
+    /// client that reconnects gets no duplicate; a resync notice or a deletion still is.
+    public var sinceVersion: Int64?
 
-    public init(collection: String, id: String, once: Bool? = nil, policy: ObservePolicy? = nil) {
+    public init(collection: String, id: String, once: Bool? = nil, policy: ObservePolicy? = nil, sinceVersion: Int64? = nil) {
         self.collection = collection
         self.id = id
         self.once = once
         self.policy = policy
+        self.sinceVersion = sinceVersion
     }
 }
 

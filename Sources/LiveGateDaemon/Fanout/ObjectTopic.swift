@@ -17,8 +17,17 @@ final class ObjectTopic: Sendable {
         /// `{"jsonrpc":"2.0","method":"object.changed","params":{"token":N,` — built once per token.
         let prefix: ByteBuffer
         var filter: ObserverFilter
+        /// A re-observation's last version seen: no snapshot of this version or older is sent again (a resync
+        /// notice is, and so is a deletion).
+        let sinceVersion: Int64?
         /// Called when a once-token has fired, so its connection forgets it.
         let onFinished: @Sendable () -> Void
+
+        /// Whether the token receives `change`.
+        mutating func admits(_ change: LiveObjectChange) -> Bool {
+            if let sinceVersion, !change.resync, let version = change.snapshot?.version, version <= sinceVersion { return false }
+            return filter.admit(change)
+        }
     }
 
     private struct State {
@@ -46,7 +55,7 @@ final class ObjectTopic: Sendable {
         let (id, finished) = state.withLock { state -> (Int?, Bool) in
             guard !state.closed else { return (nil, false) }
             state.nextID += 1
-            if let last = state.last, subscriber.filter.admit(last.change) {
+            if let last = state.last, subscriber.admits(last.change) {
                 subscriber.outbox.offer(token: subscriber.token, prefix: subscriber.prefix, body: last.body)
             }
             if subscriber.filter.finished { return (state.nextID, true) }
@@ -96,7 +105,7 @@ final class ObjectTopic: Sendable {
             state.last = (change, body)
             var finished: [@Sendable () -> Void] = []
             for (id, var subscriber) in state.subscribers {
-                guard subscriber.filter.admit(change) else { continue }
+                guard subscriber.admits(change) else { continue }
                 subscriber.outbox.offer(token: subscriber.token, prefix: subscriber.prefix, body: body)
                 if subscriber.filter.finished {
                     state.subscribers[id] = nil

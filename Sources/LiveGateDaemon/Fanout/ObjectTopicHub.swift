@@ -29,6 +29,7 @@ final class ObjectTopicHub: Sendable {
     func subscribe(
         key: EntityKey,
         options: ObserveOptions,
+        sinceVersion: Int64? = nil,
         outbox: ConnectionOutbox,
         token: Int64,
         onFinished: @escaping @Sendable () -> Void
@@ -38,6 +39,7 @@ final class ObjectTopicHub: Sendable {
             token: token,
             prefix: NotificationFrame.prefix(method: NotificationMethod.objectChanged, token: token),
             filter: ObserverFilter(options: options),
+            sinceVersion: sinceVersion,
             onFinished: onFinished
         )
         while true {

@@ -98,6 +98,7 @@ final class ClientConnection: Sendable {
             logger.debug("client connection ended with an error", metadata: ["error": "\(error)"])
         }
         releaseAllTokens()
+        context.sessionWatch.unwatch(id)
         if outbox.wasCutOff {
             logger.warning(
                 "client cut off: it read too slowly",

@@ -23,7 +23,7 @@ struct RequestHandler {
     static let methods = [
         Method.hello, Method.objectObserve, Method.tokenInvalidate, Method.objectCreate, Method.objectUpdate, Method.objectDelete,
         Method.collectionObserve, Method.collectionNextPage, Method.collectionPreviousPage, Method.collectionResetPage,
-        Method.collectionItems,
+        Method.collectionItems, Method.sessionState, Method.daemonStats,
     ]
 
     func handle(_ frame: ByteBuffer) async {
@@ -80,6 +80,8 @@ struct RequestHandler {
             case Method.collectionPreviousPage: try await page(id, envelope.params, .previous, method: method)
             case Method.collectionResetPage: try await page(id, envelope.params, .reset, method: method)
             case Method.collectionItems: try items(id, envelope.params)
+            case Method.sessionState: try sessionState(id, envelope.params)
+            case Method.daemonStats: await daemonStats(id)
             case "debug.wedgeEventLoop" where context.configuration.testHooks: try wedge(id, envelope.params)
             default:
                 throw RPCError(
@@ -134,6 +136,7 @@ struct RequestHandler {
         let subscription = await context.hub.subscribe(
             key: key,
             options: options,
+            sinceVersion: observe.sinceVersion,
             outbox: connection.outbox,
             token: token,
             onFinished: { connection.endToken(token) }
@@ -166,6 +169,31 @@ struct RequestHandler {
             onFinished: { connection.endToken(token) }
         )
         connection.tokenSubscribed(token, .collection(subscription))
+    }
+
+    private func sessionState(_ id: RequestID, _ params: JSONValue?) throws {
+        let request = try Self.decode(SessionStateParams.self, params, method: Method.sessionState)
+        switch request.watch {
+        case true?: context.sessionWatch.watch(connection.id, connection.outbox)
+        case false?: context.sessionWatch.unwatch(connection.id)
+        case nil: break
+        }
+        connection.respond(result: context.sessionWatch.current, id: id)
+    }
+
+    private func daemonStats(_ id: RequestID) async {
+        let objects = context.hub.counts
+        let stats = DaemonStats(
+            version: livegatedVersion,
+            uptimeSeconds: Int((ContinuousClock.now - context.startedAt).components.seconds),
+            connections: context.connections.count,
+            tokens: context.connections.tokenCount,
+            observedObjects: objects.topics,
+            objectTokens: objects.tokens,
+            collectionBodiesEncoded: context.collections.encodedBodies,
+            session: context.sessionWatch.current
+        )
+        connection.respond(result: stats, id: id)
     }
 
     private enum PageMove { case next, previous, reset }

@@ -1,0 +1,59 @@
+// Licensed under the Apache License, Version 2.0.
+
+// MARK: session.state / session.changed
+
+public struct SessionStateParams: Codable, Sendable {
+    /// `true`: also send `session.changed` on this connection at every change, until `false` or the
+    /// connection closes.
+    public var watch: Bool?
+    public init(watch: Bool? = nil) { self.watch = watch }
+}
+
+/// `session.state`'s answer and `session.changed`'s params: the cloud session and the realtime connection.
+public struct SessionStateBody: Codable, Sendable, Equatable {
+    /// `notLoggedIn`, `establishing`, `established`, `tokenExpired` or `terminated`.
+    public var session: String
+    /// The realtime link to the cloud: `offline`, `connecting`, `connected` or `reconnecting`.
+    public var connection: String
+
+    public init(session: String, connection: String) {
+        self.session = session
+        self.connection = connection
+    }
+}
+
+// MARK: daemon.stats
+
+public struct DaemonStats: Codable, Sendable, Equatable {
+    public var version: String
+    public var uptimeSeconds: Int
+    /// Open client connections, and the tokens they hold (objects and collections).
+    public var connections: Int
+    public var tokens: Int
+    /// Objects observed (each one engine observation, one fetch, one realtime topic, however many tokens).
+    public var observedObjects: Int
+    public var objectTokens: Int
+    /// Collection notification bodies encoded since start (one per change, whatever the number of tokens).
+    public var collectionBodiesEncoded: Int
+    public var session: SessionStateBody
+
+    public init(
+        version: String,
+        uptimeSeconds: Int,
+        connections: Int,
+        tokens: Int,
+        observedObjects: Int,
+        objectTokens: Int,
+        collectionBodiesEncoded: Int,
+        session: SessionStateBody
+    ) {
+        self.version = version
+        self.uptimeSeconds = uptimeSeconds
+        self.connections = connections
+        self.tokens = tokens
+        self.observedObjects = observedObjects
+        self.objectTokens = objectTokens
+        self.collectionBodiesEncoded = collectionBodiesEncoded
+        self.session = session
+    }
+}
