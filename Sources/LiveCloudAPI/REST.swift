@@ -98,6 +98,8 @@ public struct CloudErrorCode: RawRepresentable, Codable, Sendable, Hashable, Cus
     public static let unauthenticated = Self(rawValue: "unauthenticated")
     /// The bearer token has expired: log in again (or refresh).
     public static let tokenExpired = Self(rawValue: "token_expired")
+    /// The user may not read (or write) this collection.
+    public static let forbidden = Self(rawValue: "forbidden")
     /// No such object.
     public static let notFound = Self(rawValue: "not_found")
     /// `ifVersion` did not match the stored version.

@@ -38,8 +38,10 @@ public func buildCloudApplication(
         FaultRoutes(faults: faults, hub: hub, auth: auth).register(on: router)
         logger.warning("fault injection is on: /v1/admin/faults can fail this server on purpose")
     }
-    ObjectRoutes(auth: auth, store: store, hub: hub, maxBodyBytes: configuration.maxBodyBytes).register(on: router)
-    RealtimeRoute(auth: auth, hub: hub, store: store, faults: faults).register(on: router)
+    ObjectRoutes(auth: auth, permissions: configuration.permissions, store: store, hub: hub, maxBodyBytes: configuration.maxBodyBytes).register(
+        on: router
+    )
+    RealtimeRoute(auth: auth, permissions: configuration.permissions, hub: hub, store: store, faults: faults).register(on: router)
     return Application(
         router: router,
         server: .http1WebSocketUpgrade(webSocketRouter: router),

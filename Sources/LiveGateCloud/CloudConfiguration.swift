@@ -29,6 +29,8 @@ public struct CloudConfiguration: Sendable {
     public var faultInjection: Bool
     /// How many events the realtime log keeps for resuming subscribers.
     public var eventRetention: Int64
+    /// Who may read and write which collection.
+    public var permissions: Permissions
 
     public init(
         host: String = "127.0.0.1",
@@ -40,7 +42,8 @@ public struct CloudConfiguration: Sendable {
         bcryptCost: UInt8 = 12,
         maxBodyBytes: Int = 1 << 20,
         faultInjection: Bool = false,
-        eventRetention: Int64 = 100_000
+        eventRetention: Int64 = 100_000,
+        permissions: Permissions = .open
     ) {
         self.host = host
         self.port = port
@@ -52,5 +55,6 @@ public struct CloudConfiguration: Sendable {
         self.maxBodyBytes = maxBodyBytes
         self.faultInjection = faultInjection
         self.eventRetention = eventRetention
+        self.permissions = permissions
     }
 }

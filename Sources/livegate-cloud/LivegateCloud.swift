@@ -43,8 +43,25 @@ struct LivegateCloud: AsyncParsableCommand {
     @Option(help: "How many events the realtime log keeps for subscribers that resume with 'since'.")
     var eventRetention: Int64 = 100_000
 
+    @Option(help: "File of 'COLLECTION read|write USERS' rules (default: every user may read and write everything).")
+    var permissionsFile: String?
+
     func run() async throws {
         let users = try Self.readUsers(usersFile)
+        var permissions = Permissions.open
+        if let permissionsFile {
+            let text: String
+            do {
+                text = try String(contentsOfFile: permissionsFile, encoding: .utf8)
+            } catch {
+                throw ValidationError("cannot read the permissions file \(permissionsFile): \(error.localizedDescription)")
+            }
+            do {
+                permissions = try Permissions(parsing: text, path: permissionsFile)
+            } catch {
+                throw ValidationError(error.description)
+            }
+        }
         var logger = Logger(label: "livegate-cloud")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         let configuration = CloudConfiguration(
@@ -56,7 +73,8 @@ struct LivegateCloud: AsyncParsableCommand {
             refreshLifetime: .seconds(refreshLifetime),
             bcryptCost: UInt8(clamping: bcryptCost),
             faultInjection: faultInjection,
-            eventRetention: eventRetention
+            eventRetention: eventRetention,
+            permissions: permissions
         )
         let app = try buildCloudApplication(configuration, logger: logger) { port in
             // One line on stdout, for scripts and tests that wait for the server.

@@ -10,6 +10,7 @@ import NIOWebSocket
 /// `GET /v1/realtime`: the WebSocket that carries subscriptions and events (see `Protocol/cloud/realtime.md`).
 struct RealtimeRoute: Sendable {
     let auth: AuthService
+    let permissions: Permissions
     let hub: RealtimeHub
     let store: EntityStore
     let faults: FaultInjector?
@@ -18,13 +19,15 @@ struct RealtimeRoute: Sendable {
         router.ws(
             RouterPath(CloudPath.realtime),
             shouldUpgrade: { request, _ in
-                _ = try auth.user(for: request)
+                _ = try auth.user(for: request)  // 401 before upgrading
                 if faults?.refusesConnections == true {
                     throw CloudHTTPError(.serviceUnavailable, .unavailable, "fault injection: realtime connections are refused for now")
                 }
                 return .upgrade([:])
             },
             onUpgrade: { inbound, outbound, context in
+                // Checked at the upgrade; the name decides which topics this connection may hear.
+                let user = (try? auth.user(for: context.request)) ?? ""
                 let subscriber = hub.connect()
                 defer { hub.disconnect(subscriber) }
                 try await withThrowingTaskGroup(of: Void.self) { group in
@@ -39,7 +42,7 @@ struct RealtimeRoute: Sendable {
                     }
                     for try await message in inbound.messages(maxSize: 1 << 20) {
                         guard case .text(let text) = message else { continue }
-                        await handle(text, from: subscriber, logger: context.logger)
+                        await handle(text, from: subscriber, user: user, logger: context.logger)
                     }
                     group.cancelAll()
                 }
@@ -47,7 +50,7 @@ struct RealtimeRoute: Sendable {
         )
     }
 
-    private func handle(_ text: String, from subscriber: RealtimeSubscriber, logger: Logger) async {
+    private func handle(_ text: String, from subscriber: RealtimeSubscriber, user: String, logger: Logger) async {
         let request: RealtimeClientMessage
         do {
             request = try JSONDecoder().decode(RealtimeClientMessage.self, from: Data(text.utf8))
@@ -61,6 +64,14 @@ struct RealtimeRoute: Sendable {
         }
         switch request.op {
         case .subscribe:
+            guard permissions.allows(user, .read, request.topic.collection) else {
+                subscriber.send(
+                    RealtimeHub.encode(
+                        .error(ref: request.ref, code: .forbidden, message: "\(user) may not read the collection \(request.topic.collection)")
+                    )
+                )
+                return
+            }
             guard let since = request.since else {
                 hub.subscribe(subscriber, to: request.topic, ref: request.ref)
                 return

@@ -10,6 +10,7 @@ import LiveJSON
 /// Auth, `GET /v1/collections/{collection}/objects` (queries), object reads and writes, `GET /v1/stats`.
 struct ObjectRoutes: Sendable {
     let auth: AuthService
+    let permissions: Permissions
     let store: EntityStore
     let hub: RealtimeHub
     let maxBodyBytes: Int
@@ -41,15 +42,17 @@ struct ObjectRoutes: Sendable {
         }
 
         router.get("/v1/collections/:collection/objects") { request, context -> Response in
-            _ = try auth.user(for: request)
+            let user = try auth.user(for: request)
             let (query, page, limit) = try Self.queryRequest(request, context)
+            try permissions.check(user, .read, query.collection)
             hub.recordQuery(query)
             return try JSONResponse.make(.ok, try await store.query(query, page: page, limit: limit))
         }
 
         router.get("/v1/collections/:collection/objects/:id") { request, context -> Response in
-            _ = try auth.user(for: request)
+            let user = try auth.user(for: request)
             let key = try Self.key(context)
+            try permissions.check(user, .read, key.collection)
             hub.recordFetch(key)
             guard let entity = try await store.get(key), !entity.deleted else {
                 throw CloudHTTPError(.notFound, .notFound, "no object \(key)")
@@ -66,8 +69,9 @@ struct ObjectRoutes: Sendable {
         }
 
         router.delete("/v1/collections/:collection/objects/:id") { request, context -> Response in
-            _ = try auth.user(for: request)
+            let user = try auth.user(for: request)
             let key = try Self.key(context)
+            try permissions.check(user, .write, key.collection)
             var ifVersion: Int64?
             if let text = request.uri.queryParameters["ifVersion"] {
                 guard let version = Int64(text), version >= 0 else {
@@ -92,8 +96,9 @@ struct ObjectRoutes: Sendable {
         what: String,
         change: (JSONValue) -> EntityStore.Change
     ) async throws -> Response {
-        _ = try auth.user(for: request)
+        let user = try auth.user(for: request)
         let key = try Self.key(context)
+        try permissions.check(user, .write, key.collection)
         let body = try await JSONResponse.decode(PutObjectRequest.self, from: request, limit: maxBodyBytes)
         guard body.data.isObject else { throw CloudHTTPError.badRequest("\"data\" must be \(what)") }
         return try Self.respond(try await store.write(key, change(body.data), ifVersion: body.ifVersion), key, body.ifVersion)
@@ -177,5 +182,14 @@ struct ObjectRoutes: Sendable {
             throw CloudHTTPError.badRequest("collection and id must be 1-128 characters of A-Z a-z 0-9 _ - .")
         }
         return EntityKey(collection: collection, id: id)
+    }
+}
+
+extension Permissions {
+    /// Throws 403 `forbidden` when `user` may not `access` the collection.
+    func check(_ user: String, _ access: Access, _ collection: String) throws {
+        guard allows(user, access, collection) else {
+            throw CloudHTTPError(.forbidden, .forbidden, "\(user) may not \(access.rawValue) the collection \(collection)")
+        }
     }
 }

@@ -17,6 +17,8 @@ extension RPCError {
             )
         case .notFound:
             self.init(code: .notFound, message: error.message)
+        case .notPermitted:
+            self.init(code: .notPermitted, message: "\(error.message) (the cloud's permissions for the daemon's user)")
         case .versionConflict:
             self.init(
                 code: .versionConflict,

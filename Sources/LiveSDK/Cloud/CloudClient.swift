@@ -123,6 +123,8 @@ struct CloudClient: Sendable {
         let parsed = try? JSONDecoder().decode(ErrorResponse.self, from: Data(body.readableBytesView))
         let detail = parsed?.error.message ?? "HTTP \(status.code)"
         switch (status, parsed?.error.code) {
+        case (.forbidden, _):
+            return LiveError(code: .notPermitted, message: "the cloud refused the \(what): \(detail)")
         case (.unauthorized, _):
             return LiveError(code: .unauthenticated, message: "the cloud refused the \(what): \(detail)")
         case (.notFound, _):

@@ -11,6 +11,8 @@ public struct LiveError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let cloudUnavailable = Code(rawValue: "cloudUnavailable")
         /// The cloud refused the session's credentials.
         public static let unauthenticated = Code(rawValue: "unauthenticated")
+        /// The cloud's permissions do not let this session's user read (or write) the collection.
+        public static let notPermitted = Code(rawValue: "notPermitted")
         /// No such object.
         public static let notFound = Code(rawValue: "notFound")
         /// A write's `ifVersion` did not match the stored version (see ``LiveError/currentVersion``).
