@@ -79,7 +79,8 @@ private func dispatch(_ client: OpaquePointer, _ seen: Seen, seconds: Double = 2
     }
 }
 
-private let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+/// The package's root directory (sources, scripts, Protocol/), from this file's place in it.
+let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent().path
 
 private var valgrindAvailable: Bool {

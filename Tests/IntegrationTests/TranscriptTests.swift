@@ -17,6 +17,12 @@ import Testing
             .sorted()
     }
 
+    /// Every message in the transcripts (so every kind the daemon wrote there) matches the JSON Schema.
+    @Test func transcriptsMatchTheJSONSchema() throws {
+        let check = try runToCompletion("/usr/bin/python3", [packageRoot + "/scripts/check-protocol-schema"])
+        #expect(check.status == 0, "\(check.output)")
+    }
+
     @Test func thereAreTranscripts() {
         #expect(Self.transcripts.count >= 2)
     }
