@@ -11,6 +11,8 @@ public struct DaemonConfiguration: Sendable {
     public var socketMode: UInt16
     /// Where the cache lives.
     public var stateDirectory: String
+    /// The cache's size bound in entities (`nil`: none); unobserved entities are evicted LRU beyond it.
+    public var cacheMaxEntities: Int?
     public var cloudURL: String
     public var credentials: Credentials
     public var logLevel: Logger.Level
@@ -26,6 +28,7 @@ public struct DaemonConfiguration: Sendable {
         socketPath: String,
         socketMode: UInt16 = 0o660,
         stateDirectory: String,
+        cacheMaxEntities: Int? = nil,
         cloudURL: String,
         credentials: Credentials,
         logLevel: Logger.Level = .info,
@@ -37,6 +40,7 @@ public struct DaemonConfiguration: Sendable {
         self.socketPath = socketPath
         self.socketMode = socketMode
         self.stateDirectory = stateDirectory
+        self.cacheMaxEntities = cacheMaxEntities
         self.cloudURL = cloudURL
         self.credentials = credentials
         self.logLevel = logLevel

@@ -28,7 +28,8 @@ public struct LiveGateDaemon: Sendable {
             configuration: LiveSDKConfiguration(
                 cloudURL: configuration.cloudURL,
                 credentials: configuration.credentials,
-                stateDirectory: configuration.stateDirectory
+                stateDirectory: configuration.stateDirectory,
+                cacheMaxEntities: configuration.cacheMaxEntities
             ),
             logger: logger
         )

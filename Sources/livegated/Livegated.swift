@@ -102,6 +102,7 @@ struct Livegated: AsyncParsableCommand {
         let configuration = DaemonConfiguration(
             socketPath: socket ?? file.socketPath ?? Self.defaultSocketPath(environment),
             stateDirectory: stateDir ?? file.stateDirectory ?? environment["STATE_DIRECTORY"] ?? "/var/lib/livegate",
+            cacheMaxEntities: file.cacheMaxEntities,
             cloudURL: cloudURL,
             credentials: Credentials(username: username, password: password),
             logLevel: level,

@@ -10,6 +10,8 @@ public struct ConfigFile: Sendable, Equatable {
     public var passwordFile: String?
     public var socketPath: String?
     public var stateDirectory: String?
+    /// `cache-max-entities`: the cache's size bound (read at start; a reload does not change it).
+    public var cacheMaxEntities: Int?
     public var logLevel: Logger.Level?
     public var limits = ReloadableSettings.Limits()
     public var policy = AccessPolicy()
@@ -20,7 +22,7 @@ public struct ConfigFile: Sendable, Equatable {
     static let names = [
         "cloud-url", "username", "password-file", "socket", "state-dir", "log-level", "max-frame-bytes",
         "max-queued-bytes-per-connection", "max-stall-seconds", "max-connections", "max-tokens-per-connection",
-        "max-requests-per-second", "allow-users", "allow-groups", "read-only-users", "read-only-groups",
+        "max-requests-per-second", "allow-users", "allow-groups", "read-only-users", "read-only-groups", "cache-max-entities",
     ]
 
     /// Reads and validates a file.
@@ -61,6 +63,7 @@ public struct ConfigFile: Sendable, Equatable {
             case "password-file": file.passwordFile = value
             case "socket": file.socketPath = value
             case "state-dir": file.stateDirectory = value
+            case "cache-max-entities": file.cacheMaxEntities = try integer(value, place, name, in: 1...1_000_000_000)
             case "log-level":
                 guard let level = Logger.Level(rawValue: value) else {
                     throw ConfigError("\(place): log-level must be one of trace, debug, info, notice, warning, error, critical")

@@ -159,6 +159,33 @@ final class CacheStore: Sendable {
         }
     }
 
+    /// Deletes entities beyond `keepingAtMost`, least recently used first, never one of `protecting`.
+    /// Returns how many it deleted.
+    func evict(keepingAtMost limit: Int, protecting protected: Set<EntityKey>) async throws(LiveError) -> Int {
+        do {
+            return try await pool.write { db -> Int in
+                let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM entity") ?? 0
+                let excess = count - limit
+                guard excess > 0 else { return 0 }
+                let candidates = try Row.fetchAll(
+                    db,
+                    sql: "SELECT collection, id FROM entity ORDER BY lastAccess LIMIT ?",
+                    arguments: [excess + protected.count]
+                )
+                var deleted = 0
+                for row in candidates where deleted < excess {
+                    let key = EntityKey(collection: row["collection"], id: row["id"])
+                    if protected.contains(key) { continue }
+                    try db.execute(sql: "DELETE FROM entity WHERE collection = ? AND id = ?", arguments: [key.collection, key.id])
+                    deleted += 1
+                }
+                return deleted
+            }
+        } catch {
+            throw LiveError(code: .cacheFailure, message: "evicting from the cache at \(path) failed: \(error)")
+        }
+    }
+
     /// Closes the database (checkpointing the WAL). The store must not be used afterwards.
     func close() throws {
         try pool.close()

@@ -190,6 +190,7 @@ extension LiveClient {
                 observation.apply {
                     $0.fetchSucceeded(items: result.items, count: result.count, hasNext: result.hasNext, hasPrevious: result.hasPrevious)
                 }
+                await cacheStored(result.items.count)
                 for entity in changesDuringCollectionFetch[window] ?? [] { observation.apply { $0.remoteChanged(entity) } }
                 failures = 0
                 if !collectionRefetchWanted.contains(window) { break }

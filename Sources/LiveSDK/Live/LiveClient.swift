@@ -12,11 +12,15 @@ public struct LiveSDKConfiguration: Sendable {
     public var credentials: Credentials
     /// Where the cache lives (`cache.sqlite` is created there).
     public var stateDirectory: String
+    /// At most this many entities stay in the cache; beyond, those no one observes are evicted, least
+    /// recently used first. `nil`: no bound.
+    public var cacheMaxEntities: Int?
 
-    public init(cloudURL: String, credentials: Credentials, stateDirectory: String) {
+    public init(cloudURL: String, credentials: Credentials, stateDirectory: String, cacheMaxEntities: Int? = nil) {
         self.cloudURL = cloudURL
         self.credentials = credentials
         self.stateDirectory = stateDirectory
+        self.cacheMaxEntities = cacheMaxEntities
     }
 }
 
@@ -55,6 +59,9 @@ public actor LiveClient {
     /// so a fetch that read older data never wins over a newer event.
     var changesDuringCollectionFetch: [CollectionWindow: [Entity]] = [:]
     var nextCollectionObserver = 0
+    /// The cache's size bound, and how many stores happened since the last eviction pass.
+    let cacheMaxEntities: Int?
+    var storesSinceEviction = 0
 
     enum Command: Sendable {
         case activate(EntityKey)
@@ -70,6 +77,7 @@ public actor LiveClient {
         self.logger = logger
         try FileManager.default.createDirectory(atPath: configuration.stateDirectory, withIntermediateDirectories: true)
         cache = try CacheStore(path: configuration.stateDirectory + "/cache.sqlite")
+        cacheMaxEntities = configuration.cacheMaxEntities.map { max(1, $0) }
         cloud = CloudClient(baseURL: configuration.cloudURL)
         session = Session(credentials: configuration.credentials, cloud: cloud, logger: logger)
         let (events, eventSink) = AsyncStream.makeStream(of: RealtimeEvent.self)
@@ -192,6 +200,7 @@ public actor LiveClient {
                 let entity = try await fetchWithSession(key)
                 if let entity { try await cache.store(entity) }
                 observation.apply { $0.fetchSucceeded(entity) }
+                await cacheStored(1)
                 failures = 0
                 if !refetchWanted.contains(key) { break }
             } catch {
@@ -252,6 +261,27 @@ public actor LiveClient {
             }
             observations[entity.key]?.apply { $0.remoteChanged(entity) }
             collectionsChanged(entity)
+            await cacheStored(1, fromRealtime: true)
+        }
+    }
+
+    /// Counts stores into the cache and evicts what exceeds the bound: entities no one observes (no object
+    /// observation, in no observed collection window), least recently used first. After a fetch or a write
+    /// (which may add entities) at once; after realtime changes (which mostly update cached ones) every 64.
+    func cacheStored(_ count: Int, fromRealtime: Bool = false) async {
+        guard let limit = cacheMaxEntities else { return }
+        storesSinceEviction += count
+        guard !fromRealtime || storesSinceEviction >= min(64, limit) else { return }
+        storesSinceEviction = 0
+        var protected = Set(observations.keys)
+        for observation in collectionObservations.values {
+            for entity in observation.current.items { protected.insert(entity.key) }
+        }
+        do {
+            let evicted = try await cache.evict(keepingAtMost: limit, protecting: protected)
+            if evicted > 0 { logger.debug("cache: evicted least recently used entities", metadata: ["count": "\(evicted)"]) }
+        } catch {
+            logger.error("cache eviction failed", metadata: ["error": "\(error)"])
         }
     }
 
@@ -311,6 +341,7 @@ public actor LiveClient {
         }
         observations[key]?.apply { $0.remoteChanged(entity) }
         collectionsChanged(entity)
+        await cacheStored(1)
         return entity
     }
 

@@ -1,0 +1,43 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Foundation
+import LiveCloudAPI
+import LiveGateClient
+import LiveGateProtocol
+import LiveJSON
+import Testing
+
+/// The cache's size bound: unobserved entities are evicted least recently used first; observed ones stay.
+@Suite(.serialized) struct CacheBoundTests {
+    /// The ids in the daemon's cache file, read with Python's sqlite3 (the file is in WAL mode; reading is safe).
+    func cachedIDs(_ cluster: TestCluster) throws -> Set<String> {
+        let script = "import sqlite3,sys; print('\\n'.join(r[0] for r in sqlite3.connect(sys.argv[1]).execute('select id from entity')))"
+        let result = try runToCompletion("/usr/bin/python3", ["-c", script, cluster.directory + "/state/cache.sqlite"], includingErrors: false)
+        return Set(result.output.split(separator: "\n").map(String.init))
+    }
+
+    @Test func unobservedEntitiesAreEvictedLeastRecentlyUsedFirst() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false)
+        defer { cluster.stop() }
+        let config = cluster.directory + "/livegated.conf"
+        try "cache-max-entities = 5\n".write(toFile: config, atomically: true, encoding: .utf8)
+        try await cluster.startDaemon(extraArguments: ["--config", config])
+        let token = try await cluster.login()
+        for n in 0..<12 { try await cluster.put("lru", "o\(n)", ["n": .number(Double(n))], token: token) }
+
+        try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "lru") { client in
+            // o0 stays observed the whole time.
+            let kept = Queue(try await client.observeObject(collection: "lru", id: "o0").changes)
+            _ = try await change(kept, "o0 fresh") { $0.dataStatus == .fresh }
+            for n in 1..<12 {
+                let observation = try await client.observeObject(collection: "lru", id: "o\(n)")
+                _ = try await change(Queue(observation.changes), "o\(n) fresh") { $0.dataStatus == .fresh }
+                try await client.invalidate(token: observation.token)
+            }
+            let ids = try cachedIDs(cluster)
+            #expect(ids.count <= 5, "the cache holds \(ids.sorted())")
+            #expect(ids.contains("o0"), "an observed entity was evicted: \(ids.sorted())")
+            #expect(ids.contains("o11") && !ids.contains("o1"), "not least recently used first: \(ids.sorted())")
+        }
+    }
+}
