@@ -10,8 +10,37 @@ import Logging
 struct LivegateCloud: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "livegate-cloud",
-        abstract: "The livegate reference cloud: REST + WebSocket realtime over SQLite."
+        abstract: "The livegate reference cloud: REST + WebSocket realtime over SQLite.",
+        subcommands: [Serve.self, Seed.self],
+        defaultSubcommand: Serve.self
     )
+}
+
+/// `livegate-cloud seed --demo --database FILE`: the demo social model.
+struct Seed: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write data into the database: with --demo, the social model of the reference documents."
+    )
+
+    @Option(help: "SQLite file holding entities and the event log (created if missing).")
+    var database: String
+
+    @Flag(help: "The demo data: users, communities, members, channels, messages, posts, comments, reactions, follows.")
+    var demo = false
+
+    func validate() throws {
+        guard demo else { throw ValidationError("say what to seed: --demo") }
+    }
+
+    func run() async throws {
+        let created = try await DemoSeed.write(databasePath: database)
+        print("seeded \(created) objects into \(database)")
+    }
+}
+
+/// `livegate-cloud [serve] ...`: serve the API.
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Serve the REST API and the realtime WebSocket (the default).")
 
     @Option(help: "Address to listen on.")
     var host = "127.0.0.1"

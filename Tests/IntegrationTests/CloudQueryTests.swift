@@ -99,3 +99,17 @@ import Testing
         #expect(try await cluster.call(.GET, CloudPath.objects("t")).status == 401)
     }
 }
+
+/// `livegate-cloud seed --demo`: the social model as data, written once.
+@Suite struct CloudSeedTests {
+    @Test func theDemoSeedWritesTheSocialModelOnce() throws {
+        var template = Array("/tmp/lgseed-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw ClusterError("mkdtemp failed") }
+        let database = String(cString: made) + "/cloud.sqlite"
+        defer { try? FileManager.default.removeItem(atPath: String(cString: made)) }
+        let first = try runToCompletion(TestCluster.binDirectory + "/livegate-cloud", ["seed", "--demo", "--database", database])
+        #expect(first.status == 0 && first.output.contains("seeded 28 objects"), "\(first.output)")
+        let again = try runToCompletion(TestCluster.binDirectory + "/livegate-cloud", ["seed", "--demo", "--database", database])
+        #expect(again.status == 0 && again.output.contains("seeded 0 objects"), "objects that exist are left as they are: \(again.output)")
+    }
+}
