@@ -89,6 +89,22 @@ public struct ObjectChangedParams: Decodable, Sendable, Equatable {
     public var loadingStatus: LoadingStatus
     public var error: RPCError?
     public var resync: Bool?
+
+    public init(
+        token: Int64,
+        snapshot: ObjectSnapshot?,
+        dataStatus: DataStatus,
+        loadingStatus: LoadingStatus,
+        error: RPCError? = nil,
+        resync: Bool? = nil
+    ) {
+        self.token = token
+        self.snapshot = snapshot
+        self.dataStatus = dataStatus
+        self.loadingStatus = loadingStatus
+        self.error = error
+        self.resync = resync
+    }
 }
 
 /// `connection.closing`: why the daemon is about to close this connection.

@@ -1,0 +1,48 @@
+// Licensed under the Apache License, Version 2.0.
+
+import LiveGateProtocol
+
+/// What an observer that outlives connections to the daemon receives, decided per notification. Pure.
+///
+/// Across a reconnection the observer sees `loadingStatus` go to `loading` (the link is down) and back to
+/// `loaded` once the daemon confirms the data, and never a snapshot older than, or the same data again as,
+/// one it already received: a re-observation's cached (`local`) copy of what it has is not passed on, a
+/// newer version is, and so are deletions and resync notices.
+public struct ResumeFilter: Sendable {
+    public private(set) var last: ObjectChangedParams?
+
+    public init() {}
+
+    /// Whether `change` goes to the observer (and, if so, it becomes the last one delivered).
+    public mutating func admit(_ change: ObjectChangedParams) -> Bool {
+        guard let last else {
+            self.last = change
+            return true
+        }
+        let version = change.snapshot?.version ?? 0
+        let lastVersion = last.snapshot?.version ?? 0
+        let deliver: Bool
+        if change.resync == true {
+            deliver = true
+        } else if change.snapshot == nil {
+            // Nothing cached yet after a restart is not news; a confirmed absence (a deletion) is.
+            deliver = change.loadingStatus != .loading && last.snapshot != nil
+        } else if version != lastVersion {
+            deliver = version > lastVersion
+        } else {
+            // The same data: only the end of the loading, once.
+            deliver = change.loadingStatus != .loading && change.loadingStatus != last.loadingStatus
+        }
+        if deliver { self.last = change }
+        return deliver
+    }
+
+    /// The connection was lost: the notification to give the observer (its data, now `loading`), if any.
+    public mutating func disconnected() -> ObjectChangedParams? {
+        guard var change = last, change.loadingStatus != .loading else { return nil }
+        change.loadingStatus = .loading
+        change.resync = nil
+        last = change
+        return change
+    }
+}
