@@ -181,10 +181,7 @@ struct Bench: AsyncParsableCommand {
         latencies.reserveCapacity(delivered)
         for reception in pool.receptions { latencies += reception.latencies }
         latencies.sort()
-        func percentile(_ p: Double) -> Double {
-            guard !latencies.isEmpty else { return .nan }
-            return Double(latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]) / 1e6
-        }
+        let percentile = { (p: Double) in milliseconds(atPercentile: p, of: latencies) }
         let row = Row(
             system: system,
             subscribers: n,
@@ -330,9 +327,7 @@ struct Bench: AsyncParsableCommand {
         let rateDelivered = try await settle(pool, expected: n * total)
         var latencies = pool.receptions.flatMap(\.latencies)
         latencies.sort()
-        func percentile(_ p: Double) -> Double {
-            latencies.isEmpty ? .nan : Double(latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]) / 1e6
-        }
+        let percentile = { (p: Double) in milliseconds(atPercentile: p, of: latencies) }
         return Row(
             system: "livegated + livegate-cloud (SQLite), end to end from the REST write",
             subscribers: n,
@@ -417,4 +412,10 @@ struct Bench: AsyncParsableCommand {
 func say(_ line: String) {
     print(line)
     fflush(nil)
+}
+
+/// The `p` quantile (0…1) of sorted nanosecond latencies, in milliseconds; NaN when there are none.
+func milliseconds(atPercentile p: Double, of sorted: [UInt64]) -> Double {
+    guard !sorted.isEmpty else { return .nan }
+    return Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]) / 1e6
 }
