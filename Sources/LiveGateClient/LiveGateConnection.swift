@@ -160,9 +160,17 @@ public final class LiveGateConnection: Sendable {
         id: String,
         policy: ObservePolicy? = nil,
         once: Bool = false,
-        sinceVersion: Int64? = nil
+        sinceVersion: Int64? = nil,
+        fields: [String]? = nil
     ) async throws -> ObjectObservation {
-        let params = ObjectObserveParams(collection: collection, id: id, once: once ? true : nil, policy: policy, sinceVersion: sinceVersion)
+        let params = ObjectObserveParams(
+            collection: collection,
+            id: id,
+            once: once ? true : nil,
+            policy: policy,
+            sinceVersion: sinceVersion,
+            fields: fields
+        )
         return try await sendObserve(Method.objectObserve, params)
     }
 

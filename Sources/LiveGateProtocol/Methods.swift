@@ -98,13 +98,24 @@ public struct ObjectObserveParams: Codable, Sendable {
     /// Re-observing: the last version this client saw. No snapshot of that version or older is sent, so a
     /// client that reconnects gets no duplicate; a resync notice or a deletion still is.
     public var sinceVersion: Int64?
+    /// Top-level fields this token cares about: a change that alters none of them is not sent to it. The
+    /// filter is this token's own; other tokens of the object are unaffected.
+    public var fields: [String]?
 
-    public init(collection: String, id: String, once: Bool? = nil, policy: ObservePolicy? = nil, sinceVersion: Int64? = nil) {
+    public init(
+        collection: String,
+        id: String,
+        once: Bool? = nil,
+        policy: ObservePolicy? = nil,
+        sinceVersion: Int64? = nil,
+        fields: [String]? = nil
+    ) {
         self.collection = collection
         self.id = id
         self.once = once
         self.policy = policy
         self.sinceVersion = sinceVersion
+        self.fields = fields
     }
 }
 

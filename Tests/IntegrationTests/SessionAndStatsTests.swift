@@ -67,3 +67,30 @@ import Testing
         }
     }
 }
+
+/// A token that names the fields it cares about hears only of changes to them; other tokens hear everything.
+@Suite(.serialized) struct FieldFilterTests {
+    @Test func aFieldFilterIsExclusiveToItsToken() async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        try await cluster.put("posts", "p", ["title": "a", "likes": 0])
+        try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "fields") { client in
+            let likes = Queue(try await client.observeObject(collection: "posts", id: "p", fields: ["likes"]).changes)
+            let all = Queue(try await client.observeObject(collection: "posts", id: "p").changes)
+            _ = try await change(likes, "fresh") { $0.dataStatus == .fresh }
+            _ = try await change(all, "fresh") { $0.dataStatus == .fresh }
+            try await cluster.put("posts", "p", ["title": "b", "likes": 0])  // v2: the title only
+            try await cluster.put("posts", "p", ["title": "b", "likes": 1])  // v3: the likes
+            let everything = try await change(all, "v3") { $0.snapshot?.version == 3 }
+            #expect(everything.snapshot?.data["likes"] == 1)
+            let next = try await change(likes, "the likes change") { _ in true }
+            #expect(next.snapshot?.version == 3, "the title-only change (v2) must not reach the likes token: \(next)")
+        }
+        await #expect(throws: LiveGateError.self) {
+            try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "bad") { client in
+                _ = try await client.observeObject(collection: "posts", id: "p", fields: ["a.b"])
+            }
+        }
+    }
+}

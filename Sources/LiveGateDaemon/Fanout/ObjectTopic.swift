@@ -2,6 +2,7 @@
 
 import LiveCloudAPI
 import LiveGateProtocol
+import LiveJSON
 import LiveSDK
 import Logging
 import NIOCore
@@ -23,10 +24,24 @@ final class ObjectTopic: Sendable {
         /// Called when a once-token has fired, so its connection forgets it.
         let onFinished: @Sendable () -> Void
 
+        /// The top-level fields this token cares about: a new version that changes none of them (with the same
+        /// statuses) is not sent to it. Its own, not shared with the object's other tokens.
+        var fields: Set<String>? = nil
+        /// What this token was last sent (for the field filter).
+        var lastSent: LiveObjectChange? = nil
+
         /// Whether the token receives `change`.
         mutating func admits(_ change: LiveObjectChange) -> Bool {
             if let sinceVersion, !change.resync, let version = change.snapshot?.version, version <= sinceVersion { return false }
-            return filter.admit(change)
+            if let fields, let last = lastSent, let new = change.snapshot, let old = last.snapshot, !change.resync,
+                change.dataStatus == last.dataStatus, change.loadingStatus == last.loadingStatus,
+                fields.allSatisfy({ new.data[$0] == old.data[$0] })
+            {
+                return false
+            }
+            guard filter.admit(change) else { return false }
+            if fields != nil { lastSent = change }
+            return true
         }
     }
 

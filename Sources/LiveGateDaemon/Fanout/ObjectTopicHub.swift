@@ -30,6 +30,7 @@ final class ObjectTopicHub: Sendable {
         key: EntityKey,
         options: ObserveOptions,
         sinceVersion: Int64? = nil,
+        fields: Set<String>? = nil,
         outbox: ConnectionOutbox,
         token: Int64,
         onFinished: @escaping @Sendable () -> Void
@@ -40,7 +41,8 @@ final class ObjectTopicHub: Sendable {
             prefix: NotificationFrame.prefix(method: NotificationMethod.objectChanged, token: token),
             filter: ObserverFilter(options: options),
             sinceVersion: sinceVersion,
-            onFinished: onFinished
+            onFinished: onFinished,
+            fields: fields
         )
         while true {
             let (topic, isNew) = topics.withLock { topics -> (ObjectTopic, Bool) in

@@ -124,6 +124,12 @@ struct RequestHandler {
     private func observe(_ id: RequestID, _ params: JSONValue?) async throws {
         let observe = try Self.decode(ObjectObserveParams.self, params, method: Method.objectObserve)
         let key = try Self.key(observe.collection, observe.id)
+        if let fields = observe.fields, fields.isEmpty || !fields.allSatisfy(CollectionQuery.isValidField) {
+            throw RPCError(
+                code: .invalidParams,
+                message: "params.fields must name 1 or more top-level fields (1-64 characters of A-Z a-z 0-9 _, not starting with a digit)"
+            )
+        }
         let options = ObserveOptions(
             policy: observe.policy == .freshOnly ? .freshOnly : .localThenFresh,
             once: observe.once ?? false
@@ -137,6 +143,7 @@ struct RequestHandler {
             key: key,
             options: options,
             sinceVersion: observe.sinceVersion,
+            fields: observe.fields.map(Set.init),
             outbox: connection.outbox,
             token: token,
             onFinished: { connection.endToken(token) }
