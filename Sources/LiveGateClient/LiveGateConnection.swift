@@ -312,23 +312,26 @@ public final class LiveGateConnection: Sendable {
         case .plain(let slot):
             slot.fill(.success(message.result ?? .null))
         case .observe(let slot):
-            guard let token = message.result?["token"]?.numberValue.map({ Int64($0) }) else {
-                slot.fill(.failure(LiveGateError.connection("livegated answered an observe without a token")))
-                return
-            }
+            guard let token = Self.token(in: message, failing: slot) else { return }
             // Registered here, in the reader, so no notification of the token can arrive before its stream exists.
             let (changes, sink) = AsyncThrowingStream.makeStream(of: ObjectChangedParams.self)
             state.withLock { $0.observations[token] = sink }
             slot.fill(.success(ObjectObservation(token: token, changes: changes)))
         case .observeCollection(let slot):
-            guard let token = message.result?["token"]?.numberValue.map({ Int64($0) }) else {
-                slot.fill(.failure(LiveGateError.connection("livegated answered an observe without a token")))
-                return
-            }
+            guard let token = Self.token(in: message, failing: slot) else { return }
             let (updates, sink) = AsyncThrowingStream.makeStream(of: CollectionUpdate.self)
             state.withLock { $0.collections[token] = CollectionMirror(sink: sink) }
             slot.fill(.success(CollectionObservation(token: token, updates: updates)))
         }
+    }
+
+    /// The token an observe's answer carries; `nil` (and `slot` failed) when it carries none.
+    private static func token<T>(in message: RPCIncomingMessage, failing slot: ResponseSlot<T>) -> Int64? {
+        guard let token = message.result?["token"]?.numberValue.map({ Int64($0) }) else {
+            slot.fill(.failure(LiveGateError.connection("livegated answered an observe without a token")))
+            return nil
+        }
+        return token
     }
 
     private func routeCollectionChange(_ raw: ByteBuffer) {

@@ -76,7 +76,7 @@ struct Bench: AsyncParsableCommand {
             )
             try await waitUntil("\(count) daemon subscribers ready") { pool.readyCount == count }
             say("  \(count) subscribers connected to livegated")
-            rows.append(try await measure("livegated", pool: pool) { cloud.publish() })
+            rows.append(try await measure("livegated", pool: pool, burst: burst, rate: rate) { cloud.publish() })
             await pool.close()
 
             if let _ = redis {
@@ -88,7 +88,11 @@ struct Bench: AsyncParsableCommand {
                     readyMarker: "subscribe"
                 )
                 try await waitUntil("\(count) redis subscribers ready") { redisPool.readyCount == count }
-                rows.append(try await measure("redis pub/sub", pool: redisPool) { publisher.publish(cloud.redisPayload()) })
+                rows.append(
+                    try await measure("redis pub/sub", pool: redisPool, burst: burst, rate: rate) {
+                        publisher.publish(cloud.redisPayload())
+                    }
+                )
                 await redisPool.close()
                 await publisher.close()
             }
@@ -149,13 +153,21 @@ struct Bench: AsyncParsableCommand {
         var p99: Double
     }
 
-    func measure(_ system: String, pool: SubscriberPool, publish: @escaping @Sendable () -> Void) async throws -> Row {
+    /// A burst of `burst` updates as fast as `publish` goes (deliveries per second), then `rate` updates per
+    /// second for `seconds` (latency). The same for every row: in-process publishers and REST writes alike.
+    func measure(
+        _ system: String,
+        pool: SubscriberPool,
+        burst: Int,
+        rate: Int,
+        publish: @Sendable () async throws -> Void
+    ) async throws -> Row {
         let n = pool.receptions.count
         say("  \(system), N=\(n): burst of \(burst)…")
         // Throughput: a burst as fast as the sender can go.
         for reception in pool.receptions { reception.reset(recordLatencies: false) }
         let start = DispatchTime.now().uptimeNanoseconds
-        for _ in 0..<burst { publish() }
+        for _ in 0..<burst { try await publish() }
         let burstDelivered = try await settle(pool, expected: n * burst)
         let last = pool.receptions.map(\.lastAt).max() ?? start
         let deliveriesPerSecond = Double(burstDelivered) / (Double(last &- start) / 1e9)
@@ -170,7 +182,7 @@ struct Bench: AsyncParsableCommand {
             let elapsed = Double(DispatchTime.now().uptimeNanoseconds - paceStart) / 1e9
             let due = min(total, Int(elapsed * Double(rate)) + 1)
             while sent < due {
-                publish()
+                try await publish()
                 sent += 1
             }
             try await Task.sleep(for: .microseconds(200))
@@ -304,41 +316,13 @@ struct Bench: AsyncParsableCommand {
         try await waitUntil("\(n) subscribers ready") { pool.readyCount == n }
         defer { Task { await pool.close() } }
 
-        // Writes one after the other (each a committed SQLite transaction), then at a fixed rate.
-        for reception in pool.receptions { reception.reset(recordLatencies: false) }
-        let writes = 500
-        let start = DispatchTime.now().uptimeNanoseconds
-        for _ in 0..<writes { try await put() }
-        let delivered = try await settle(pool, expected: n * writes)
-        let last = pool.receptions.map(\.lastAt).max() ?? start
-        let perSecond = Double(delivered) / (Double(last &- start) / 1e9)
-
-        for reception in pool.receptions { reception.reset(recordLatencies: true) }
-        let rate = 200
-        let total = Int(Double(rate) * seconds)
-        let paceStart = DispatchTime.now().uptimeNanoseconds
-        for i in 0..<total {
-            try await put()
-            let due = paceStart + UInt64(Double(i + 1) / Double(rate) * 1e9)
-            let now = DispatchTime.now().uptimeNanoseconds
-            if due > now { try await Task.sleep(for: .nanoseconds(Int(due - now))) }
-        }
-        let sendSeconds = Double(DispatchTime.now().uptimeNanoseconds - paceStart) / 1e9
-        let rateDelivered = try await settle(pool, expected: n * total)
-        var latencies = pool.receptions.flatMap(\.latencies)
-        latencies.sort()
-        let percentile = { (p: Double) in milliseconds(atPercentile: p, of: latencies) }
-        return Row(
-            system: "livegated + livegate-cloud (SQLite), end to end from the REST write",
-            subscribers: n,
-            burstDelivered: delivered,
-            burstExpected: n * writes,
-            deliveriesPerSecond: perSecond,
-            sentRate: Double(total) / sendSeconds,
-            latencyDelivered: rateDelivered,
-            latencyExpected: n * total,
-            p50: percentile(0.5),
-            p99: percentile(0.99)
+        // Writes one after the other (each a committed SQLite transaction), then 200 writes/s.
+        return try await measure(
+            "livegated + livegate-cloud (SQLite), end to end from the REST write",
+            pool: pool,
+            burst: 500,
+            rate: 200,
+            publish: put
         )
     }
 

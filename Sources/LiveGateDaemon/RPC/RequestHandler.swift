@@ -15,6 +15,13 @@ struct RequestHandler {
     let connection: ClientConnection
     private var context: DaemonContext { connection.context }
 
+    static func unknownToken(_ token: Int64) -> RPCError {
+        RPCError(
+            code: .unknownToken,
+            message: "this connection has no token \(token) (it may have ended already, or belong to another connection)"
+        )
+    }
+
     static let notARequest = RPCError(
         code: .invalidRequest,
         message: "not a JSON-RPC 2.0 request: send an object with \"jsonrpc\":\"2.0\", a \"method\", its \"params\" and an \"id\""
@@ -236,12 +243,7 @@ struct RequestHandler {
     }
 
     private func collectionToken(_ token: Int64) throws -> LiveCollectionToken {
-        guard let subscription = connection.subscription(of: token) else {
-            throw RPCError(
-                code: .unknownToken,
-                message: "this connection has no token \(token) (it may have ended already, or belong to another connection)"
-            )
-        }
+        guard let subscription = connection.subscription(of: token) else { throw Self.unknownToken(token) }
         guard case .collection(let collection) = subscription else {
             throw RPCError(code: .invalidParams, message: "token \(token) observes an object, not a collection")
         }
@@ -260,12 +262,7 @@ struct RequestHandler {
 
     private func invalidate(_ id: RequestID, _ params: JSONValue?) throws {
         let request = try Self.decode(TokenParams.self, params, method: Method.tokenInvalidate)
-        guard connection.endToken(request.token) else {
-            throw RPCError(
-                code: .unknownToken,
-                message: "this connection has no token \(request.token) (it may have ended already, or belong to another connection)"
-            )
-        }
+        guard connection.endToken(request.token) else { throw Self.unknownToken(request.token) }
         connection.respond(result: InvalidateResult(invalidated: true), id: id)
     }
 

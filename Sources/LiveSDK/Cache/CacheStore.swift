@@ -82,12 +82,13 @@ final class CacheStore: Sendable {
         }
     }
 
-    /// Stores a window's result and its entities (each only if newer than what the cache holds).
+    /// Stores a window's result and its entities (each only if newer than what the cache holds), in one
+    /// transaction.
     func storeQueryResult(_ window: String, _ result: QueryResult, entities: [Entity]) async throws(LiveError) {
-        for entity in entities { try await store(entity) }
         do {
             let ids = String(decoding: try JSONEncoder().encode(result.ids), as: UTF8.self)
             try await pool.write { db in
+                for entity in entities { _ = try Self.upsert(entity, in: db) }
                 try db.execute(
                     sql: "INSERT OR REPLACE INTO queryResult (window, ids, hasNext, hasPrevious, count) VALUES (?, ?, ?, ?, ?)",
                     arguments: [window, ids, result.hasNext, result.hasPrevious, result.count]
@@ -134,29 +135,32 @@ final class CacheStore: Sendable {
     @discardableResult
     func store(_ entity: Entity) async throws(LiveError) -> Bool {
         do {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            let text = String(decoding: try encoder.encode(entity.data), as: UTF8.self)
-            return try await pool.write { db -> Bool in
-                try db.execute(
-                    sql: """
-                        INSERT INTO entity (collection, id, version, data, createdAt, updatedAt, deleted, lastAccess)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                        ON CONFLICT (collection, id) DO UPDATE SET
-                            version = excluded.version, data = excluded.data, createdAt = excluded.createdAt,
-                            updatedAt = excluded.updatedAt, deleted = excluded.deleted, lastAccess = excluded.lastAccess
-                        WHERE excluded.version > entity.version
-                        """,
-                    arguments: [
-                        entity.collection, entity.id, entity.version, text, entity.createdAt, entity.updatedAt,
-                        entity.deleted, Date().timeIntervalSince1970,
-                    ]
-                )
-                return db.changesCount > 0
-            }
+            return try await pool.write { db in try Self.upsert(entity, in: db) }
         } catch {
             throw LiveError(code: .cacheFailure, message: "writing \(entity.key) to the cache at \(path) failed: \(error)")
         }
+    }
+
+    /// Writes `entity` in `db` unless it holds the same or a higher version; returns whether it wrote.
+    private static func upsert(_ entity: Entity, in db: Database) throws -> Bool {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let text = String(decoding: try encoder.encode(entity.data), as: UTF8.self)
+        try db.execute(
+            sql: """
+                INSERT INTO entity (collection, id, version, data, createdAt, updatedAt, deleted, lastAccess)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (collection, id) DO UPDATE SET
+                    version = excluded.version, data = excluded.data, createdAt = excluded.createdAt,
+                    updatedAt = excluded.updatedAt, deleted = excluded.deleted, lastAccess = excluded.lastAccess
+                WHERE excluded.version > entity.version
+                """,
+            arguments: [
+                entity.collection, entity.id, entity.version, text, entity.createdAt, entity.updatedAt,
+                entity.deleted, Date().timeIntervalSince1970,
+            ]
+        )
+        return db.changesCount > 0
     }
 
     /// Deletes entities beyond `keepingAtMost`, least recently used first, never one of `protecting`.

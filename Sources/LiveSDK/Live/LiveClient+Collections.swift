@@ -137,15 +137,14 @@ extension LiveClient {
             let current = observation.current.items
             let items = window.anchor == .first ? current + result.items : result.items + current
             let more = window.anchor == .first ? result.nextCursor != nil : result.previousCursor != nil
-            observation.apply {
-                $0.fetchSucceeded(
-                    items: items,
-                    count: result.count,
-                    hasNext: window.anchor == .first ? more : false,
-                    hasPrevious: window.anchor == .last ? more : false
-                )
-            }
-            for entity in changesDuringCollectionFetch[window] ?? [] { observation.apply { $0.remoteChanged(entity) } }
+            fetched(
+                window,
+                observation,
+                items: items,
+                count: result.count,
+                hasNext: window.anchor == .first && more,
+                hasPrevious: window.anchor == .last && more
+            )
             changesDuringCollectionFetch[window] = nil
             if collectionRefetchWanted.remove(window) != nil { await refreshCollection(window) }
         } catch {
@@ -187,11 +186,8 @@ extension LiveClient {
                 } catch {
                     logger.error("cache write failed", metadata: ["query": "\(window.query.canonicalText)", "error": "\(error)"])
                 }
-                observation.apply {
-                    $0.fetchSucceeded(items: result.items, count: result.count, hasNext: result.hasNext, hasPrevious: result.hasPrevious)
-                }
+                fetched(window, observation, items: result.items, count: result.count, hasNext: result.hasNext, hasPrevious: result.hasPrevious)
                 await cacheStored(result.items.count)
-                for entity in changesDuringCollectionFetch[window] ?? [] { observation.apply { $0.remoteChanged(entity) } }
                 failures = 0
                 if !collectionRefetchWanted.contains(window) { break }
             } catch {
@@ -206,6 +202,20 @@ extension LiveClient {
             }
         }
         if observation.isUnobserved { commandSink.yield(.releaseCollection(window)) }
+    }
+
+    /// A fetch's outcome, then the realtime changes that arrived while it ran, so that a fetch that read
+    /// older data never wins over a newer event.
+    private func fetched(
+        _ window: CollectionWindow,
+        _ observation: SharedCollectionObservation,
+        items: [Entity],
+        count: Int,
+        hasNext: Bool,
+        hasPrevious: Bool
+    ) {
+        observation.apply { $0.fetchSucceeded(items: items, count: count, hasNext: hasNext, hasPrevious: hasPrevious) }
+        for entity in changesDuringCollectionFetch[window] ?? [] { observation.apply { $0.remoteChanged(entity) } }
     }
 
     /// Reads the window from the cloud: as many pages of up to 100 as it holds, from its anchor.
