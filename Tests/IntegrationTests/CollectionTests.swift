@@ -99,6 +99,7 @@ extension CollectionUpdate {
     @Test func aLastAnchoredWindowPagesBackwards() async throws {
         let cluster = try await TestCluster.start()
         defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
         let token = try await cluster.login()
         for n in 0..<7 { try await cluster.put("chat", "m\(n)", ["channel": "c1", "rank": .number(Double(n))], token: token) }
         try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "chat") { client in
