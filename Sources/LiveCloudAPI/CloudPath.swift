@@ -10,4 +10,11 @@ public enum CloudPath {
     /// `GET`: a page of a query over the collection.
     public static func objects(_ collection: String) -> String { "/v1/collections/\(collection)/objects" }
     public static func object(_ key: EntityKey) -> String { "/v1/collections/\(key.collection)/objects/\(key.id)" }
+    /// `GET`: the streams. `PUT /v1/streams/{stream}` (admins) creates one.
+    public static let streams = "/v1/streams"
+    public static func stream(_ name: String) -> String { "/v1/streams/\(name)" }
+    /// `GET` and `PUT`: the ACL of a stream for one user.
+    public static func streamACL(_ stream: String, user: String) -> String { "/v1/streams/\(stream)/users/\(user)/acl" }
+    /// `POST`: send a message to the user on the stream.
+    public static func streamMessages(_ stream: String, user: String) -> String { "/v1/streams/\(stream)/users/\(user)/messages" }
 }

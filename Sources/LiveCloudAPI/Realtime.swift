@@ -7,24 +7,37 @@ public enum Topic: Hashable, Sendable, CustomStringConvertible {
     /// Every change of every object of one collection: `collection:<collection>`. Query results are kept
     /// current from it (the client evaluates the query on each change).
     case collection(String)
+    /// Every message sent to one user on one stream: `stream:<stream>/<user>`. Listening is subscribing to
+    /// one's own; following a user is subscribing to theirs (what they post, they send to themselves).
+    case stream(String, user: String)
 
     public var description: String {
         switch self {
         case .object(let key): "object:\(key.collection)/\(key.id)"
         case .collection(let collection): "collection:\(collection)"
+        case .stream(let stream, let user): "stream:\(stream)/\(user)"
         }
     }
 
-    /// The collection the topic's changes belong to.
-    public var collection: String {
+    /// The collection the topic's changes belong to (`nil` for a stream).
+    public var collection: String? {
         switch self {
         case .object(let key): key.collection
         case .collection(let collection): collection
+        case .stream: nil
         }
     }
 
     /// Parses the wire form; `nil` when it names no known kind of topic or has invalid names.
     public init?(_ string: String) {
+        if string.hasPrefix("stream:") {
+            let parts = string.dropFirst("stream:".count).split(separator: "/", omittingEmptySubsequences: false)
+            guard parts.count == 2, EntityKey.isValidName(String(parts[0])), EntityKey.isValidName(String(parts[1])) else {
+                return nil
+            }
+            self = .stream(String(parts[0]), user: String(parts[1]))
+            return
+        }
         if string.hasPrefix("collection:") {
             let name = String(string.dropFirst("collection:".count))
             guard EntityKey.isValidName(name) else { return nil }
@@ -87,7 +100,7 @@ public struct RealtimeServerMessage: Codable, Sendable, Equatable {
         case ack
         /// The request `ref` failed, or (without `ref`) the connection is about to close.
         case error
-        /// A change of an entity on a subscribed topic.
+        /// A change of an entity, or a stream message, on a subscribed topic.
         case event
     }
 
@@ -99,8 +112,10 @@ public struct RealtimeServerMessage: Codable, Sendable, Equatable {
     /// On `event`: the global sequence number of the write (strictly increasing across the server).
     public var seq: Int64?
     public var topic: Topic?
-    /// On `event`: the entity as stored after the write.
+    /// On `event` of an object or collection topic: the entity as stored after the write.
     public var entity: Entity?
+    /// On `event` of a stream topic: the message.
+    public var streamMessage: StreamMessage?
     /// On a `subscribe`'s `ack`: true when `since` was older than the event log keeps (or newer than any
     /// event): continuity cannot be proven, so the client must fetch what the topic covers again.
     public var resync: Bool?
@@ -113,6 +128,7 @@ public struct RealtimeServerMessage: Codable, Sendable, Equatable {
         seq: Int64? = nil,
         topic: Topic? = nil,
         entity: Entity? = nil,
+        streamMessage: StreamMessage? = nil,
         resync: Bool? = nil
     ) {
         self.op = op
@@ -122,6 +138,7 @@ public struct RealtimeServerMessage: Codable, Sendable, Equatable {
         self.seq = seq
         self.topic = topic
         self.entity = entity
+        self.streamMessage = streamMessage
         self.resync = resync
     }
 
@@ -134,5 +151,8 @@ public struct RealtimeServerMessage: Codable, Sendable, Equatable {
     }
     public static func event(seq: Int64, topic: Topic, entity: Entity) -> Self {
         Self(op: .event, seq: seq, topic: topic, entity: entity)
+    }
+    public static func event(seq: Int64, topic: Topic, message: StreamMessage) -> Self {
+        Self(op: .event, seq: seq, topic: topic, streamMessage: message)
     }
 }

@@ -20,10 +20,11 @@ public func buildCloudApplication(
     onListening: @escaping @Sendable (Int) async -> Void = { _ in }
 ) throws -> some ApplicationProtocol {
     let hubBox = HubBox()
-    let store = try EntityStore(path: configuration.databasePath, eventRetention: configuration.eventRetention) { seq, entity in
-        hubBox.hub?.publish(seq: seq, entity: entity)
+    let store = try EntityStore(path: configuration.databasePath, eventRetention: configuration.eventRetention) { seq, event in
+        hubBox.hub?.publish(seq: seq, event: event)
     }
     let hub = RealtimeHub(lastPublished: try store.lastSeq())
+    try store.createStreams(configuration.streams)
     hubBox.hub = hub
     let auth = AuthService(
         users: configuration.users,
@@ -41,6 +42,7 @@ public func buildCloudApplication(
     ObjectRoutes(auth: auth, permissions: configuration.permissions, store: store, hub: hub, maxBodyBytes: configuration.maxBodyBytes).register(
         on: router
     )
+    StreamRoutes(auth: auth, admins: configuration.admins, store: store, messageLimit: configuration.streamMessageLimit).register(on: router)
     RealtimeRoute(auth: auth, permissions: configuration.permissions, hub: hub, store: store, faults: faults).register(on: router)
     return Application(
         router: router,

@@ -31,6 +31,12 @@ public struct CloudConfiguration: Sendable {
     public var eventRetention: Int64
     /// Who may read and write which collection.
     public var permissions: Permissions
+    /// Users who may create streams and set any user's stream ACL.
+    public var admins: Set<String>
+    /// Streams created at start (if missing), besides those admins create through the API.
+    public var streams: [String]
+    /// The largest stream message accepted, in bytes of its JSON encoding (Kinvey's limit is 32 KiB).
+    public var streamMessageLimit: Int
 
     public init(
         host: String = "127.0.0.1",
@@ -43,7 +49,10 @@ public struct CloudConfiguration: Sendable {
         maxBodyBytes: Int = 1 << 20,
         faultInjection: Bool = false,
         eventRetention: Int64 = 100_000,
-        permissions: Permissions = .open
+        permissions: Permissions = .open,
+        admins: Set<String> = [],
+        streams: [String] = [],
+        streamMessageLimit: Int = 32 * 1024
     ) {
         self.host = host
         self.port = port
@@ -56,5 +65,8 @@ public struct CloudConfiguration: Sendable {
         self.faultInjection = faultInjection
         self.eventRetention = eventRetention
         self.permissions = permissions
+        self.admins = admins
+        self.streams = streams
+        self.streamMessageLimit = max(1, streamMessageLimit)
     }
 }

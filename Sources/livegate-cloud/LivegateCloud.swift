@@ -75,6 +75,15 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "File of 'COLLECTION read|write USERS' rules (default: every user may read and write everything).")
     var permissionsFile: String?
 
+    @Option(name: .customLong("admin"), help: "A user who may create streams and set any user's stream ACL (repeatable).")
+    var admins: [String] = []
+
+    @Option(name: .customLong("stream"), help: "A Live Service stream to create at start if missing (repeatable).")
+    var streams: [String] = []
+
+    @Option(help: "The largest stream message accepted, in bytes of its JSON encoding.")
+    var streamMessageLimit = 32 * 1024
+
     func run() async throws {
         let users = try Self.readUsers(usersFile)
         var permissions = Permissions.open
@@ -103,7 +112,10 @@ struct Serve: AsyncParsableCommand {
             bcryptCost: UInt8(clamping: bcryptCost),
             faultInjection: faultInjection,
             eventRetention: eventRetention,
-            permissions: permissions
+            permissions: permissions,
+            admins: Set(admins),
+            streams: streams,
+            streamMessageLimit: streamMessageLimit
         )
         let app = try buildCloudApplication(configuration, logger: logger) { port in
             // One line on stdout, for scripts and tests that wait for the server.

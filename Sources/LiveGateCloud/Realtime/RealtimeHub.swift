@@ -122,7 +122,7 @@ final class RealtimeHub: Sendable {
             return state.lastPublished
         }
         guard let head = registered else { return }
-        let log: (events: [(seq: Int64, entity: Entity)], oldest: Int64?)
+        let log: (events: [(seq: Int64, event: LoggedEvent)], oldest: Int64?)
         do {
             log = try await store.events(of: topic, after: since, upTo: head)
         } catch {
@@ -144,7 +144,7 @@ final class RealtimeHub: Sendable {
             }
             subscriber.send(Self.encode(.ack(ref: ref, seq: head, resync: continuous ? nil : true)))
             if continuous {
-                for event in log.events where subscriber.send(Self.encode(.event(seq: event.seq, topic: topic, entity: event.entity))) {
+                for logged in log.events where subscriber.send(Self.encode(logged.event.serverMessage(seq: logged.seq, topic: topic))) {
                     state.eventsSent += 1
                 }
             }
@@ -161,15 +161,15 @@ final class RealtimeHub: Sendable {
         }
     }
 
-    /// Publishes a committed write to the subscribers of the entity's topic and of its collection's topic.
-    /// Each message is encoded once, whatever the number of subscribers.
-    func publish(seq: Int64, entity: Entity) {
-        let topics = [Topic.object(entity.key), Topic.collection(entity.collection)]
+    /// Publishes a committed event to the subscribers of its topics (a write: the entity's and its
+    /// collection's; a stream message: the recipient's). Each message is encoded once, whatever the number
+    /// of subscribers.
+    func publish(seq: Int64, event: LoggedEvent) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         var encoded: [(Topic, String)] = []
-        for topic in topics {
-            guard let data = try? encoder.encode(RealtimeServerMessage.event(seq: seq, topic: topic, entity: entity)) else { return }
+        for topic in event.topics {
+            guard let data = try? encoder.encode(event.serverMessage(seq: seq, topic: topic)) else { return }
             encoded.append((topic, String(decoding: data, as: UTF8.self)))
         }
         state.withLock { state in

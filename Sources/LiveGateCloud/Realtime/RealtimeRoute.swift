@@ -64,12 +64,8 @@ struct RealtimeRoute: Sendable {
         }
         switch request.op {
         case .subscribe:
-            guard permissions.allows(user, .read, request.topic.collection) else {
-                subscriber.send(
-                    RealtimeHub.encode(
-                        .error(ref: request.ref, code: .forbidden, message: "\(user) may not read the collection \(request.topic.collection)")
-                    )
-                )
+            if let refusal = await refusal(of: request.topic, to: user, logger: logger) {
+                subscriber.send(RealtimeHub.encode(.error(ref: request.ref, code: refusal.code, message: refusal.message)))
                 return
             }
             guard let since = request.since else {
@@ -84,6 +80,30 @@ struct RealtimeRoute: Sendable {
             }
         case .unsubscribe:
             hub.unsubscribe(subscriber, from: request.topic, ack: RealtimeHub.encode(.ack(ref: request.ref)))
+        }
+    }
+
+    /// Why `user` may not subscribe to `topic`, if they may not: a collection they may not read, or a stream
+    /// topic whose user's ACL does not list them among its subscribers.
+    private func refusal(of topic: Topic, to user: String, logger: Logger) async -> (code: CloudErrorCode, message: String)? {
+        if let collection = topic.collection {
+            return permissions.allows(user, .read, collection) ? nil : (.forbidden, "\(user) may not read the collection \(collection)")
+        }
+        guard case .stream(let stream, let target) = topic else { return nil }
+        do {
+            guard let acl = try await store.acl(stream: stream, user: target) else {
+                return (.notFound, "no stream \(stream)")
+            }
+            guard acl.subscribers.contains(user) else {
+                return (
+                    .forbidden,
+                    "\(user) may not receive what is sent to \(target) on the stream \(stream): \(target)'s ACL does not list \(user) among its subscribers"
+                )
+            }
+            return nil
+        } catch {
+            logger.error("reading a stream ACL failed", metadata: ["error": "\(error)"])
+            return (.internalError, "the stream's access list could not be read")
         }
     }
 

@@ -5,18 +5,42 @@ import GRDB
 import LiveCloudAPI
 import LiveJSON
 
-/// Entities and the durable event log, in one SQLite file (WAL).
+/// What the event log holds: a write of an entity, or a message sent on a stream.
+enum LoggedEvent: Sendable, Equatable {
+    case entity(Entity)
+    case message(StreamMessage)
+
+    /// The topics that hear of it.
+    var topics: [Topic] {
+        switch self {
+        case .entity(let entity): [.object(entity.key), .collection(entity.collection)]
+        case .message(let message): [.stream(message.stream, user: message.to)]
+        }
+    }
+
+    func serverMessage(seq: Int64, topic: Topic) -> RealtimeServerMessage {
+        switch self {
+        case .entity(let entity): .event(seq: seq, topic: topic, entity: entity)
+        case .message(let message): .event(seq: seq, topic: topic, message: message)
+        }
+    }
+}
+
+/// Entities, streams and the durable event log, in one SQLite file (WAL).
 ///
-/// Every write appends an event with a global sequence number in the same transaction, and the event is
-/// handed to `onCommit` only after the commit, in commit order, so subscribers never see a write that was
-/// rolled back and never see two writes out of order.
+/// Every write and every stream message appends an event with a global sequence number in the same
+/// transaction, and the event is handed to `onCommit` only after the commit, in commit order, so subscribers
+/// never see a write that was rolled back and never see two events out of order.
+///
+/// A stream message's log row has `collection` = `$stream/<stream>` (never a valid collection name), `id` =
+/// the recipient, `version` = 0 and the message as its `entity` text.
 final class EntityStore: Sendable {
-    private let pool: DatabasePool
-    private let onCommit: @Sendable (_ seq: Int64, _ entity: Entity) -> Void
+    let pool: DatabasePool
+    let onCommit: @Sendable (_ seq: Int64, _ event: LoggedEvent) -> Void
     /// How many events the log keeps; older ones are pruned (a subscriber resuming from before them is told to resync).
     let eventRetention: Int64
 
-    init(path: String, eventRetention: Int64 = 100_000, onCommit: @escaping @Sendable (_ seq: Int64, _ entity: Entity) -> Void) throws {
+    init(path: String, eventRetention: Int64 = 100_000, onCommit: @escaping @Sendable (_ seq: Int64, _ event: LoggedEvent) -> Void) throws {
         var configuration = Configuration()
         configuration.label = "livegate-cloud.store"
         pool = try DatabasePool(path: path, configuration: configuration)
@@ -30,9 +54,12 @@ final class EntityStore: Sendable {
         try pool.read { db in try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'event'") ?? 0 }
     }
 
-    /// The events of a topic (one object, or a whole collection) with `after < seq <= upTo`, in order, and the
-    /// oldest sequence number the log still holds (`nil` when it holds none).
-    func events(of topic: Topic, after: Int64, upTo: Int64) async throws -> (events: [(seq: Int64, entity: Entity)], oldest: Int64?) {
+    /// The log row's `collection` for messages of a stream.
+    static func logCollection(ofStream stream: String) -> String { "$stream/" + stream }
+
+    /// The events of a topic (one object, a whole collection, or a user's messages on a stream) with
+    /// `after < seq <= upTo`, in order, and the oldest sequence number the log still holds (`nil` when it holds none).
+    func events(of topic: Topic, after: Int64, upTo: Int64) async throws -> (events: [(seq: Int64, event: LoggedEvent)], oldest: Int64?) {
         try await pool.read { db in
             let oldest = try Int64.fetchOne(db, sql: "SELECT MIN(seq) FROM event")
             let rows: [Row]
@@ -49,10 +76,22 @@ final class EntityStore: Sendable {
                     sql: "SELECT seq, entity FROM event WHERE collection = ? AND seq > ? AND seq <= ? ORDER BY seq",
                     arguments: [collection, after, upTo]
                 )
+            case .stream(let stream, let user):
+                rows = try Row.fetchAll(
+                    db,
+                    sql: "SELECT seq, entity FROM event WHERE collection = ? AND id = ? AND seq > ? AND seq <= ? ORDER BY seq",
+                    arguments: [Self.logCollection(ofStream: stream), user, after, upTo]
+                )
             }
-            let events = try rows.map { row -> (seq: Int64, entity: Entity) in
+            let events = try rows.map { row -> (seq: Int64, event: LoggedEvent) in
                 let text: String = row["entity"]
-                return (row["seq"], try JSONDecoder().decode(Entity.self, from: Data(text.utf8)))
+                let event: LoggedEvent =
+                    if case .stream = topic {
+                        .message(try JSONDecoder().decode(StreamMessage.self, from: Data(text.utf8)))
+                    } else {
+                        .entity(try JSONDecoder().decode(Entity.self, from: Data(text.utf8)))
+                    }
+                return (row["seq"], event)
             }
             return (events, oldest)
         }
@@ -128,6 +167,18 @@ final class EntityStore: Sendable {
         migrator.registerMigration("v3-event-by-collection") { db in
             try db.create(index: "event_by_collection", on: "event", columns: ["collection", "seq"])
         }
+        migrator.registerMigration("v4-streams") { db in
+            try db.create(table: "stream") { table in
+                table.primaryKey("name", .text)
+                table.column("createdAt", .text).notNull()
+            }
+            try db.create(table: "stream_acl") { table in
+                table.column("stream", .text).notNull().references("stream", onDelete: .cascade)
+                table.column("user", .text).notNull()
+                table.column("acl", .text).notNull()
+                table.primaryKey(["stream", "user"])
+            }
+        }
         return migrator
     }
 
@@ -164,7 +215,7 @@ final class EntityStore: Sendable {
     /// exist"). Versions grow by one with every write, deletions and re-creations included.
     func write(_ key: EntityKey, _ change: Change, ifVersion: Int64?) async throws -> WriteOutcome {
         let now = Self.timestamp()
-        return try await pool.write { [onCommit] db -> WriteOutcome in
+        return try await pool.write { db -> WriteOutcome in
             let current = try Row.fetchOne(
                 db,
                 sql: "SELECT * FROM entity WHERE collection = ? AND id = ?",
@@ -213,18 +264,25 @@ final class EntityStore: Sendable {
                 sql: "INSERT INTO event (collection, id, version, entity) VALUES (?, ?, ?, ?)",
                 arguments: [key.collection, key.id, entity.version, try Self.encode(entity)]
             )
-            let seq = db.lastInsertedRowID
-            if seq % 64 == 0 {
-                // Keep the log bounded: every 64 writes, drop what is past the retention.
-                try db.execute(sql: "DELETE FROM event WHERE seq <= ?", arguments: [seq - eventRetention])
-            }
-            db.afterNextTransaction(onCommit: { _ in onCommit(seq, entity) })
+            _ = try self.appended(db, .entity(entity))
             if deleted { return .deleted(entity) }
             return existing == nil ? .created(entity) : .updated(entity)
         }
     }
 
     func close() throws { try pool.close() }
+
+    /// After an event row was inserted: its sequence number, the log pruned now and then, and `onCommit`
+    /// called once the transaction commits.
+    func appended(_ db: Database, _ event: LoggedEvent) throws -> Int64 {
+        let seq = db.lastInsertedRowID
+        if seq % 64 == 0 {
+            // Keep the log bounded: every 64 events, drop what is past the retention.
+            try db.execute(sql: "DELETE FROM event WHERE seq <= ?", arguments: [seq - eventRetention])
+        }
+        db.afterNextTransaction(onCommit: { [onCommit] _ in onCommit(seq, event) })
+        return seq
+    }
 
     private static func entity(from row: Row) throws -> Entity {
         let text: String = row["data"]
@@ -239,7 +297,7 @@ final class EntityStore: Sendable {
         )
     }
 
-    private static func encode(_ value: some Encodable) throws -> String {
+    static func encode(_ value: some Encodable) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return String(decoding: try encoder.encode(value), as: UTF8.self)

@@ -3,6 +3,7 @@
 import AsyncHTTPClient
 import Foundation
 import LiveCloudAPI
+import LiveJSON
 import NIOCore
 import NIOHTTP1
 
@@ -89,6 +90,34 @@ struct CloudClient: Sendable {
         return try Self.decode(QueryPage.self, from: body, what: "query of \(query.collection)")
     }
 
+    // MARK: Streams
+
+    func sendStreamMessage(_ message: JSONValue, stream: String, to user: String, token: String) async throws(LiveError) -> SentStreamMessage {
+        let what = "message to \(user) on the stream \(stream)"
+        let (status, body) = try await send(
+            method: .POST,
+            path: CloudPath.streamMessages(stream, user: user),
+            token: token,
+            body: SendStreamMessageRequest(message: message)
+        )
+        guard status == .created else { throw Self.error(status: status, body: body, what: what) }
+        return try Self.decode(SentStreamMessage.self, from: body, what: what)
+    }
+
+    func streamACL(stream: String, user: String, token: String) async throws(LiveError) -> StreamACL {
+        let what = "read of \(user)'s access to the stream \(stream)"
+        let (status, body) = try await send(method: .GET, path: CloudPath.streamACL(stream, user: user), token: token, body: Optional<Int>.none)
+        guard status == .ok else { throw Self.error(status: status, body: body, what: what) }
+        return try Self.decode(StreamACL.self, from: body, what: what)
+    }
+
+    func setStreamACL(_ acl: StreamACL, stream: String, user: String, token: String) async throws(LiveError) -> StreamACL {
+        let what = "grant of \(user)'s access to the stream \(stream)"
+        let (status, body) = try await send(method: .PUT, path: CloudPath.streamACL(stream, user: user), token: token, body: acl)
+        guard status == .ok else { throw Self.error(status: status, body: body, what: what) }
+        return try Self.decode(StreamACL.self, from: body, what: what)
+    }
+
     private func send(
         method: HTTPMethod,
         path: String,
@@ -135,7 +164,9 @@ struct CloudClient: Sendable {
                 message: detail,
                 currentVersion: parsed?.error.currentVersion
             )
-        case (.badRequest, _), (.payloadTooLarge, _):
+        case (.payloadTooLarge, _):
+            return LiveError(code: .messageTooLarge, message: "\(what): \(detail)")
+        case (.badRequest, _):
             return LiveError(code: .invalidArgument, message: "\(what): \(detail)")
         default:
             return LiveError(code: .cloudUnavailable, message: "\(what) failed: \(detail)")

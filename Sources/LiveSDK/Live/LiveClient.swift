@@ -59,6 +59,9 @@ public actor LiveClient {
     /// so a fetch that read older data never wins over a newer event.
     var changesDuringCollectionFetch: [CollectionWindow: [Entity]] = [:]
     var nextCollectionObserver = 0
+    // Streams (see LiveClient+Streams.swift).
+    var streamListeners: [Topic: [Int: StreamListener]] = [:]
+    var nextStreamListener = 0
     /// The cache's size bound, and how many stores happened since the last eviction pass.
     let cacheMaxEntities: Int?
     var storesSinceEviction = 0
@@ -219,12 +222,18 @@ public actor LiveClient {
     }
 
     private func fetchWithSession(_ key: EntityKey) async throws(LiveError) -> Entity? {
+        try await withSession { token throws(LiveError) in try await cloud.fetch(key, token: token) }
+    }
+
+    /// Runs a cloud request with the session's access token; when the cloud rejects the token, once more
+    /// with a renewed one.
+    func withSession<T>(_ request: (String) async throws(LiveError) -> T) async throws(LiveError) -> T {
         let token = try await session.accessToken()
         do {
-            return try await cloud.fetch(key, token: token)
+            return try await request(token)
         } catch  where error.code == .unauthenticated {
             await session.tokenRejected(token)
-            return try await cloud.fetch(key, token: try await session.accessToken())
+            return try await request(try await session.accessToken())
         }
     }
 
@@ -248,11 +257,20 @@ public actor LiveClient {
                     resyncCollections(of: collection)
                     continue
                 }
+                if case .stream = topic {
+                    // Messages are not state: what was missed cannot be fetched again. Say so.
+                    streamEvent(topic, .resync)
+                    continue
+                }
                 guard case .object(let key) = topic, let observation = observations[key] else { continue }
                 logger.notice("resync: continuity with the cloud could not be proven", metadata: ["key": "\(key)"])
                 observation.apply { $0.resyncStarted() }
                 commandSink.yield(.refresh(key))
             }
+        case .streamMessage(let seq, let topic, let message):
+            streamEvent(topic, .message(message, seq: seq))
+        case .subscriptionRefused(let topic, let code, let message):
+            if case .stream = topic { streamEvent(topic, .error(LiveError(subscriptionRefusal: code, message: message, topic: topic))) }
         case .entityChanged(_, let entity):
             do {
                 try await cache.store(entity)

@@ -19,6 +19,8 @@ public struct LiveError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let versionConflict = Code(rawValue: "versionConflict")
         /// The request was malformed (bad names, data that is not a JSON object).
         public static let invalidArgument = Code(rawValue: "invalidArgument")
+        /// A stream message was over the cloud's size limit, and was not delivered.
+        public static let messageTooLarge = Code(rawValue: "messageTooLarge")
         /// The local cache failed.
         public static let cacheFailure = Code(rawValue: "cacheFailure")
     }

@@ -17,6 +17,11 @@ enum RealtimeEvent: Sendable {
     case statusChanged(ConnectionStatus)
     /// An entity changed on a subscribed topic.
     case entityChanged(seq: Int64, entity: Entity)
+    /// A message arrived on a subscribed stream topic.
+    case streamMessage(seq: Int64, topic: Topic, message: StreamMessage)
+    /// The cloud refused to subscribe the topic (when it was subscribed on connect, not by ``RealtimeConnection/acquire(_:)``,
+    /// which returns the refusal itself).
+    case subscriptionRefused(Topic, code: CloudErrorCode?, message: String)
 }
 
 /// The one realtime WebSocket to the cloud: ref-counted topic subscriptions, reconnect with backoff.
@@ -48,13 +53,18 @@ actor RealtimeConnection {
 
     var status: ConnectionStatus { machine.status }
 
-    /// Takes a reference on `topic`; returns once the cloud acknowledged the subscription, or at once when
-    /// the connection is down (it is then subscribed on connect, and a ``RealtimeEvent/connected`` follows).
-    func acquire(_ topic: Topic) async {
-        guard machine.acquire(topic) else { return }
-        if let ack = await send(.subscribe, topic), ack.op == .ack, let seq = ack.seq {
+    /// Takes a reference on `topic`; returns once the cloud answered the subscription, or at once when
+    /// the connection is down or the topic was subscribed already (it is then subscribed on connect, and a
+    /// ``RealtimeEvent/connected`` follows).
+    /// - Returns: the cloud's `error` answer when it refused the subscription (the reference is still taken).
+    @discardableResult
+    func acquire(_ topic: Topic) async -> RealtimeServerMessage? {
+        guard machine.acquire(topic) else { return nil }
+        let answer = await send(.subscribe, topic)
+        if let answer, answer.op == .ack, let seq = answer.seq {
             lastSeq[topic] = max(lastSeq[topic] ?? 0, seq)
         }
+        return answer?.op == .error ? answer : nil
     }
 
     /// Drops a reference on `topic`, unsubscribing when it was the last.
@@ -150,6 +160,9 @@ actor RealtimeConnection {
                     lastSeq[topic] = max(lastSeq[topic] ?? 0, seq)
                 }
             } else {
+                if let ack, ack.op == .error {
+                    events.yield(.subscriptionRefused(topic, code: ack.code, message: ack.message ?? "refused"))
+                }
                 needRefresh.insert(topic)
             }
         }
@@ -177,9 +190,13 @@ actor RealtimeConnection {
             )
             if let ref = message.ref { answered(ref, message) }
         case .event:
-            guard let seq = message.seq, let entity = message.entity, let topic = message.topic else { return }
+            guard let seq = message.seq, let topic = message.topic else { return }
             if machine.wantedTopics.contains(topic) { lastSeq[topic] = max(lastSeq[topic] ?? 0, seq) }
-            events.yield(.entityChanged(seq: seq, entity: entity))
+            if let entity = message.entity {
+                events.yield(.entityChanged(seq: seq, entity: entity))
+            } else if let streamMessage = message.streamMessage {
+                events.yield(.streamMessage(seq: seq, topic: topic, message: streamMessage))
+            }
         }
     }
 

@@ -27,8 +27,12 @@ public actor Session {
     private var stateObservers: [Int: @Sendable (SessionState) -> Void] = [:]
     private var nextObserverID = 0
 
+    /// The user this session signs in as (the cloud's user id).
+    public nonisolated let username: String
+
     init(credentials: Credentials, cloud: CloudClient, logger: Logger) {
         self.credentials = credentials
+        self.username = credentials.username
         self.cloud = cloud
         self.logger = logger
     }
