@@ -19,10 +19,11 @@ import Synchronization
 /// Requests may be sent from several tasks at once; each token's notifications arrive in order on its
 /// own ``ObjectObservation``.
 public final class LiveGateConnection: Sendable {
-    private enum Pending: Sendable {
+    enum Pending: Sendable {
         case plain(ResponseSlot<JSONValue>)
         case observe(ResponseSlot<ObjectObservation>)
         case observeCollection(ResponseSlot<CollectionObservation>)
+        case listen(ResponseSlot<StreamListening>)
     }
 
     /// A collection token's stream and the window as the notifications so far make it.
@@ -36,6 +37,7 @@ public final class LiveGateConnection: Sendable {
         var pending: [Int64: Pending] = [:]
         var observations: [Int64: AsyncThrowingStream<ObjectChangedParams, any Error>.Continuation] = [:]
         var collections: [Int64: CollectionMirror] = [:]
+        var streams: [Int64: AsyncThrowingStream<StreamEvent, any Error>.Continuation] = [:]
         var closedReason: LiveGateError?
     }
 
@@ -177,9 +179,12 @@ public final class LiveGateConnection: Sendable {
     /// Ends a token; its observation's `changes` finish.
     public func invalidate(token: Int64) async throws {
         _ = try await request(Method.tokenInvalidate, TokenParams(token: token), as: InvalidateResult.self)
-        let (sink, collection) = state.withLock { ($0.observations.removeValue(forKey: token), $0.collections.removeValue(forKey: token)) }
+        let (sink, collection, stream) = state.withLock {
+            ($0.observations.removeValue(forKey: token), $0.collections.removeValue(forKey: token), $0.streams.removeValue(forKey: token))
+        }
         sink?.finish()
         collection?.sink.finish()
+        stream?.finish()
     }
 
     /// Observes a query's result in pages. The observation's `updates` carry each notification with the
@@ -257,7 +262,7 @@ public final class LiveGateConnection: Sendable {
     }
 
     /// Registers the request (so its answer has a place to go), then writes it.
-    private func send(_ method: String, _ params: some Encodable & Sendable, _ pending: Pending) async throws {
+    func send(_ method: String, _ params: some Encodable & Sendable, _ pending: Pending) async throws {
         let id = try state.withLock { state throws(LiveGateError) -> Int64 in
             if let reason = state.closedReason { throw reason }
             state.nextID += 1
@@ -277,6 +282,7 @@ public final class LiveGateConnection: Sendable {
         case .plain(let slot): slot.fill(.failure(error))
         case .observe(let slot): slot.fill(.failure(error))
         case .observeCollection(let slot): slot.fill(.failure(error))
+        case .listen(let slot): slot.fill(.failure(error))
         }
     }
 
@@ -286,6 +292,10 @@ public final class LiveGateConnection: Sendable {
         if let method = message.method {
             if method == NotificationMethod.collectionChanged {
                 routeCollectionChange(raw)
+                return
+            }
+            if method == NotificationMethod.streamMessage || method == NotificationMethod.streamNotice {
+                routeStreamEvent(method, message.params)
                 return
             }
             guard method == NotificationMethod.objectChanged else {
@@ -322,6 +332,25 @@ public final class LiveGateConnection: Sendable {
             let (updates, sink) = AsyncThrowingStream.makeStream(of: CollectionUpdate.self)
             state.withLock { $0.collections[token] = CollectionMirror(sink: sink) }
             slot.fill(.success(CollectionObservation(token: token, updates: updates)))
+        case .listen(let slot):
+            guard let token = Self.token(in: message, failing: slot) else { return }
+            let (events, sink) = AsyncThrowingStream.makeStream(of: StreamEvent.self)
+            state.withLock { $0.streams[token] = sink }
+            slot.fill(.success(StreamListening(token: token, events: events)))
+        }
+    }
+
+    private func routeStreamEvent(_ method: String, _ params: JSONValue?) {
+        guard let params, let token = params["token"]?.numberValue.map({ Int64($0) }),
+            let sink = state.withLock({ $0.streams[token] }),
+            let data = try? JSONEncoder().encode(params)
+        else { return }
+        if method == NotificationMethod.streamMessage {
+            guard let body = try? JSONDecoder().decode(StreamMessageBody.self, from: data) else { return }
+            sink.yield(.message(body))
+        } else if let notice = try? JSONDecoder().decode(StreamNoticeBody.self, from: data) {
+            if let error = notice.error { sink.yield(.error(LiveGateError(error))) }
+            if notice.resync == true { sink.yield(.resync) }
         }
     }
 
@@ -362,8 +391,10 @@ public final class LiveGateConnection: Sendable {
                 state.pending.removeAll()
                 state.observations.removeAll()
                 state.collections.removeAll()
+                state.streams.removeAll()
             }
             for mirror in state.collections.values { mirror.sink.finish(throwing: reason) }
+            for sink in state.streams.values { sink.finish(throwing: reason) }
             return (Array(state.pending.values), Array(state.observations.values))
         }
         for request in pending { Self.fail(request, reason) }

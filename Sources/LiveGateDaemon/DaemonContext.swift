@@ -10,6 +10,7 @@ struct DaemonContext: Sendable {
     let engine: LiveClient
     let hub: ObjectTopicHub
     let collections: CollectionFanout
+    let streams: StreamFanout
     let sessionWatch: SessionWatch
     /// When the daemon started, for `daemon.stats`.
     let startedAt: ContinuousClock.Instant

@@ -39,6 +39,7 @@ public struct LiveGateDaemon: Sendable {
             engine: engine,
             hub: ObjectTopicHub(engine: engine, logger: logger),
             collections: CollectionFanout(engine: engine, logger: logger),
+            streams: StreamFanout(engine: engine, logger: logger),
             sessionWatch: SessionWatch(),
             startedAt: .now,
             connections: ConnectionRegistry(),

@@ -20,6 +20,12 @@ public enum Method {
     public static let collectionItems = "collection.items"
     public static let sessionState = "session.state"
     public static let daemonStats = "daemon.stats"
+    public static let streamSend = "stream.send"
+    public static let streamPost = "stream.post"
+    public static let streamListen = "stream.listen"
+    public static let streamFollow = "stream.follow"
+    public static let streamGrantAccess = "stream.grantAccess"
+    public static let streamAccess = "stream.access"
 }
 
 /// Notification names of the local protocol.
@@ -28,6 +34,10 @@ public enum NotificationMethod {
     public static let collectionChanged = "collection.changed"
     /// The cloud session or the realtime connection changed (to connections that asked with `session.state`).
     public static let sessionChanged = "session.changed"
+    /// A message on a stream token (`stream.listen`, `stream.follow`).
+    public static let streamMessage = "stream.message"
+    /// A stream token's resync notice or error.
+    public static let streamNotice = "stream.notice"
     /// Sent once, just before the daemon closes a connection on its own (slow reader, shutdown).
     public static let connectionClosing = "connection.closing"
 }

@@ -35,6 +35,8 @@ public struct DaemonStats: Codable, Sendable, Equatable {
     public var objectTokens: Int
     /// Collection notification bodies encoded since start (one per change, whatever the number of tokens).
     public var collectionBodiesEncoded: Int
+    /// Stream message bodies encoded since start (one per message, whatever the number of tokens).
+    public var streamBodiesEncoded: Int
     public var session: SessionStateBody
 
     public init(
@@ -45,6 +47,7 @@ public struct DaemonStats: Codable, Sendable, Equatable {
         observedObjects: Int,
         objectTokens: Int,
         collectionBodiesEncoded: Int,
+        streamBodiesEncoded: Int,
         session: SessionStateBody
     ) {
         self.version = version
@@ -54,6 +57,7 @@ public struct DaemonStats: Codable, Sendable, Equatable {
         self.observedObjects = observedObjects
         self.objectTokens = objectTokens
         self.collectionBodiesEncoded = collectionBodiesEncoded
+        self.streamBodiesEncoded = streamBodiesEncoded
         self.session = session
     }
 }

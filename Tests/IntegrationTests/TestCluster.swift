@@ -48,11 +48,17 @@ final class TestCluster: Sendable {
     }
 
     /// Starts the cloud and (unless `startDaemon` is false) the daemon, each waited for by its own readiness signal.
-    static func start(startDaemon: Bool = true, under base: String = "/tmp", cloudArguments: [String] = []) async throws -> TestCluster {
+    /// - Parameter otherUsers: more cloud users, with the same password as the daemon's.
+    static func start(
+        startDaemon: Bool = true,
+        under base: String = "/tmp",
+        cloudArguments: [String] = [],
+        otherUsers: [String] = []
+    ) async throws -> TestCluster {
         var template = Array("\(base)/lgtest-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw ClusterError("mkdtemp failed") }
         let directory = String(cString: made)
-        try "\(username):\(password)\n".write(toFile: directory + "/users", atomically: true, encoding: .utf8)
+        try ([username] + otherUsers).map { "\($0):\(password)\n" }.joined().write(toFile: directory + "/users", atomically: true, encoding: .utf8)
         try "\(password)\n".write(toFile: directory + "/password", atomically: true, encoding: .utf8)
 
         let cloud = Process()
@@ -189,8 +195,8 @@ final class TestCluster: Sendable {
 
     // MARK: The cloud's REST API, as a remote user would use it
 
-    func login() async throws -> String {
-        let body = try JSONEncoder().encode(LoginRequest(username: Self.username, password: Self.password))
+    func login(as user: String = username) async throws -> String {
+        let body = try JSONEncoder().encode(LoginRequest(username: user, password: Self.password))
         let response: LoginResponse = try await http(.POST, CloudPath.login, body: body)
         return response.accessToken
     }

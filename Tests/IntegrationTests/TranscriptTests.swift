@@ -3,6 +3,7 @@
 import Foundation
 import LiveCloudAPI
 import LiveJSON
+import NIOHTTP1
 import Testing
 
 /// Replays `Protocol/ipc/transcripts/*.transcript` against the real daemon, byte for byte.
@@ -30,7 +31,10 @@ import Testing
     @Test(arguments: TranscriptTests.transcripts)
     func replay(_ name: String) async throws {
         let text = try String(contentsOf: Self.directory.appendingPathComponent(name), encoding: .utf8)
-        let cluster = try await TestCluster.start()
+        let cluster = try await TestCluster.start(
+            cloudArguments: ["--bcrypt-cost", "4", "--stream", "songs", "--stream-message-limit", "1024"],
+            otherUsers: ["bob"]
+        )
         defer { cluster.stop() }
         // Transcripts start from a daemon whose realtime link is up: an observation made before it would
         // be fetched again once it is (to prove continuity), adding notifications a transcript cannot fix.
@@ -51,6 +55,26 @@ import Testing
                     let parts = line.dropFirst("cloud delete ".count).split(separator: " ").map(String.init)
                     try #require(parts.count == 2, "\(where_): cloud delete COLLECTION ID")
                     try await cluster.delete(parts[0], parts[1])
+                } else if line.hasPrefix("cloud send ") {
+                    let parts = line.dropFirst("cloud send ".count).split(separator: " ", maxSplits: 3).map(String.init)
+                    try #require(parts.count == 4, "\(where_): cloud send SENDER STREAM RECIPIENT JSON")
+                    let sent = try await cluster.call(
+                        .POST,
+                        CloudPath.streamMessages(parts[1], user: parts[2]),
+                        json: #"{"message":\#(parts[3])}"#,
+                        token: try await cluster.login(as: parts[0])
+                    )
+                    try #require(sent.status == 201, "\(where_): \(sent.body)")
+                } else if line.hasPrefix("cloud acl ") {
+                    let parts = line.dropFirst("cloud acl ".count).split(separator: " ", maxSplits: 2).map(String.init)
+                    try #require(parts.count == 3, "\(where_): cloud acl USER STREAM JSON")
+                    let set = try await cluster.call(
+                        .PUT,
+                        CloudPath.streamACL(parts[1], user: parts[0]),
+                        json: parts[2],
+                        token: try await cluster.login(as: parts[0])
+                    )
+                    try #require(set.status == 200, "\(where_): \(set.body)")
                 } else if line.hasPrefix("> ") {
                     try await raw.send(String(line.dropFirst(2)))
                 } else if line.hasPrefix("< ") {

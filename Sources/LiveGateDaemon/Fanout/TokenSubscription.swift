@@ -6,12 +6,14 @@ import LiveSDK
 enum TokenSubscription: Sendable {
     case object(ObjectTopicHub.Subscription)
     case collection(CollectionSubscription)
+    case stream(StreamSubscription)
 
-    /// Releases it: the object topic's share, or the SDK collection observer.
+    /// Releases it: the object topic's share, or the SDK collection observer or stream listener.
     func end(_ context: DaemonContext) {
         switch self {
         case .object(let subscription): context.hub.unsubscribe(subscription)
         case .collection(let subscription): subscription.sdkToken.invalidate()
+        case .stream(let subscription): subscription.sdkToken.invalidate()
         }
     }
 }

@@ -102,6 +102,12 @@ final class ConnectionOutbox: Sendable {
         push(.notification(token: token, prefix: prefix, body: body, fullState: fullState), token: token)
     }
 
+    /// Queues a notification for `token` that is never coalesced (a stream message: each one is news, none
+    /// replaces another). A client too slow for them is cut off like any other.
+    func append(token: Int64, prefix: ByteBuffer, body: ByteBuffer) {
+        push(.notification(token: token, prefix: prefix, body: body, fullState: nil), token: nil)
+    }
+
     /// Stops accepting; queued items (and `final`, if given) are still written, then the writer ends.
     func close(final: ByteBuffer? = nil) {
         let wake = state.withLock { state -> Bool in

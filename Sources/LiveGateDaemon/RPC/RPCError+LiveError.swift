@@ -27,6 +27,8 @@ extension RPCError {
             )
         case .invalidArgument:
             self.init(code: .invalidParams, message: error.message)
+        case .messageTooLarge:
+            self.init(code: .limitExceeded, message: error.message, data: ["limit": "streamMessageBytes"])
         default:
             self.init(code: .internalError, message: "the daemon failed internally (\(error.code)); see its log")
         }

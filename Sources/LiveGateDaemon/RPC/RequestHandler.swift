@@ -30,7 +30,13 @@ struct RequestHandler {
     static let methods = [
         Method.hello, Method.objectObserve, Method.tokenInvalidate, Method.objectCreate, Method.objectUpdate, Method.objectDelete,
         Method.collectionObserve, Method.collectionNextPage, Method.collectionPreviousPage, Method.collectionResetPage,
-        Method.collectionItems, Method.sessionState, Method.daemonStats,
+        Method.collectionItems, Method.sessionState, Method.daemonStats, Method.streamSend, Method.streamPost, Method.streamListen,
+        Method.streamFollow, Method.streamGrantAccess, Method.streamAccess,
+    ]
+
+    /// Methods that change something in the cloud: refused to read-only clients.
+    static let writingMethods: Set<String> = [
+        Method.objectCreate, Method.objectUpdate, Method.objectDelete, Method.streamSend, Method.streamPost, Method.streamGrantAccess,
     ]
 
     func handle(_ frame: ByteBuffer) async {
@@ -69,10 +75,10 @@ struct RequestHandler {
             return
         }
         do {
-            if [Method.objectCreate, Method.objectUpdate, Method.objectDelete].contains(method), connection.isReadOnly {
+            if Self.writingMethods.contains(method), connection.isReadOnly {
                 throw RPCError(
                     code: .notPermitted,
-                    message: "not permitted: this client may only read (observe), by the daemon's access policy"
+                    message: "not permitted: this client may only read (observe, listen), by the daemon's access policy"
                 )
             }
             switch method {
@@ -89,6 +95,12 @@ struct RequestHandler {
             case Method.collectionItems: try items(id, envelope.params)
             case Method.sessionState: try sessionState(id, envelope.params)
             case Method.daemonStats: await daemonStats(id)
+            case Method.streamSend: try await streamSend(id, envelope.params)
+            case Method.streamPost: try await streamPost(id, envelope.params)
+            case Method.streamListen: try await streamListen(id, envelope.params, follow: false)
+            case Method.streamFollow: try await streamListen(id, envelope.params, follow: true)
+            case Method.streamGrantAccess: try await streamAccess(id, envelope.params, grant: true)
+            case Method.streamAccess: try await streamAccess(id, envelope.params, grant: false)
             case "debug.wedgeEventLoop" where context.configuration.testHooks: try wedge(id, envelope.params)
             default:
                 throw RPCError(
@@ -205,9 +217,75 @@ struct RequestHandler {
             observedObjects: objects.topics,
             objectTokens: objects.tokens,
             collectionBodiesEncoded: context.collections.encodedBodies,
+            streamBodiesEncoded: context.streams.encodedBodies,
             session: context.sessionWatch.current
         )
         connection.respond(result: stats, id: id)
+    }
+
+    // MARK: Streams
+
+    private func streamSend(_ id: RequestID, _ params: JSONValue?) async throws {
+        let request = try Self.decode(StreamSendParams.self, params, method: Method.streamSend)
+        try Self.checkStreamNames(request.stream, request.to)
+        let sent = try await context.engine.stream(request.stream).send(to: request.to, request.message)
+        connection.respond(result: StreamSendResult(sent), id: id)
+    }
+
+    private func streamPost(_ id: RequestID, _ params: JSONValue?) async throws {
+        let request = try Self.decode(StreamPostParams.self, params, method: Method.streamPost)
+        try Self.checkStreamNames(request.stream, nil)
+        let sent = try await context.engine.stream(request.stream).post(request.message)
+        connection.respond(result: StreamSendResult(sent), id: id)
+    }
+
+    private func streamListen(_ id: RequestID, _ params: JSONValue?, follow: Bool) async throws {
+        let method = follow ? Method.streamFollow : Method.streamListen
+        let request = try Self.decode(StreamListenParams.self, params, method: method)
+        if follow && request.user == nil { throw RPCError(code: .invalidParams, message: "invalid params for \(method): params.user is missing") }
+        if !follow && request.user != nil {
+            throw RPCError(
+                code: .invalidParams,
+                message: "stream.listen hears the daemon user's own messages; use stream.follow to hear a user's posts"
+            )
+        }
+        try Self.checkStreamNames(request.stream, request.user)
+        try checkTokenLimit()
+        let token = connection.allocateToken()
+        let subscription: StreamSubscription
+        do {
+            subscription = try await context.streams.subscribe(stream: request.stream, user: request.user, outbox: connection.outbox, token: token)
+        } catch {
+            connection.endToken(token)
+            throw error
+        }
+        connection.respond(result: TokenResult(token: token), id: id)
+        subscription.open()
+        connection.tokenSubscribed(token, .stream(subscription))
+    }
+
+    private func streamAccess(_ id: RequestID, _ params: JSONValue?, grant: Bool) async throws {
+        let method = grant ? Method.streamGrantAccess : Method.streamAccess
+        let request = try Self.decode(StreamAccessParams.self, params, method: method)
+        try Self.checkStreamNames(request.stream, request.user)
+        let stream = context.engine.stream(request.stream)
+        let acl: StreamACL
+        if grant {
+            guard let wanted = request.acl else {
+                throw RPCError(code: .invalidParams, message: "invalid params for \(method): params.acl is missing")
+            }
+            acl = try await stream.grantAccess(to: request.user, StreamACL(publishers: wanted.publishers, subscribers: wanted.subscribers))
+        } else {
+            if request.acl != nil { throw RPCError(code: .invalidParams, message: "params.acl belongs to stream.grantAccess, not stream.access") }
+            acl = try await stream.access(of: request.user)
+        }
+        connection.respond(result: StreamAccess(publishers: acl.publishers, subscribers: acl.subscribers), id: id)
+    }
+
+    private static func checkStreamNames(_ stream: String, _ user: String?) throws {
+        guard EntityKey.isValidName(stream), user.map(EntityKey.isValidName) ?? true else {
+            throw RPCError(code: .invalidParams, message: "params.stream and the user names must be 1-128 characters of A-Z a-z 0-9 _ - .")
+        }
     }
 
     private enum PageMove { case next, previous, reset }
@@ -245,7 +323,7 @@ struct RequestHandler {
     private func collectionToken(_ token: Int64) throws -> LiveCollectionToken {
         guard let subscription = connection.subscription(of: token) else { throw Self.unknownToken(token) }
         guard case .collection(let collection) = subscription else {
-            throw RPCError(code: .invalidParams, message: "token \(token) observes an object, not a collection")
+            throw RPCError(code: .invalidParams, message: "token \(token) does not observe a collection")
         }
         return collection.sdkToken
     }

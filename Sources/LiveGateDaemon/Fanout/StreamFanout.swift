@@ -1,0 +1,135 @@
+// Licensed under the Apache License, Version 2.0.
+
+import LiveCloudAPI
+import LiveGateProtocol
+import LiveSDK
+import Logging
+import NIOCore
+import Synchronization
+
+/// Maps stream tokens (`stream.listen`, `stream.follow`) onto SDK stream listeners, one to one. The SDK
+/// shares one realtime subscription per stream topic and calls all listeners of one message in a row, so
+/// each message is encoded once (keyed by its sequence number) and the same bytes go to every token.
+/// Messages are never coalesced: a client too slow for them is cut off by its outbox.
+final class StreamFanout: Sendable {
+    private struct Encoded {
+        let seq: Int64
+        let body: ByteBuffer
+    }
+
+    private let engine: LiveClient
+    private let logger: Logger
+    private let last = Mutex<Encoded?>(nil)
+    private let encodings = Atomic<Int>(0)
+
+    init(engine: LiveClient, logger: Logger) {
+        self.engine = engine
+        self.logger = logger
+    }
+
+    /// How many message bodies were encoded (for `daemon.stats` and the tests of encode-once).
+    var encodedBodies: Int { encodings.load(ordering: .relaxed) }
+
+    /// Listens for a connection's token: to the daemon user's own messages (`user` nil) or to what `user`
+    /// posts. Nothing is written for the token before ``StreamSubscription/open()``, so the client learns
+    /// the token (the answer, queued by the caller in between) before its first message.
+    /// - Throws: ``LiveError`` when the cloud refuses (not a subscriber, no such stream).
+    func subscribe(stream: String, user: String?, outbox: ConnectionOutbox, token: Int64) async throws(LiveError) -> StreamSubscription {
+        let gate = StreamGate(
+            outbox: outbox,
+            token: token,
+            messagePrefix: NotificationFrame.prefix(method: NotificationMethod.streamMessage, token: token),
+            noticePrefix: NotificationFrame.prefix(method: NotificationMethod.streamNotice, token: token)
+        )
+        let handler: @Sendable (LiveStreamEvent) -> Void = { [self] event in
+            switch event {
+            case .message(let message, let seq):
+                if let body = body(message, seq: seq) { gate.message(body) }
+            case .resync:
+                if let body = try? NotificationFrame.body(StreamNoticeBody(resync: true)) { gate.notice(body) }
+            case .error(let error):
+                if let body = try? NotificationFrame.body(StreamNoticeBody(error: RPCError(error))) { gate.notice(body) }
+            }
+        }
+        let live = engine.stream(stream)
+        let sdkToken: NotificationToken
+        if let user {
+            sdkToken = try await live.follow(user, handler)
+        } else {
+            sdkToken = try await live.listen(handler)
+        }
+        return StreamSubscription(sdkToken: sdkToken, gate: gate)
+    }
+
+    private func body(_ message: StreamMessage, seq: Int64) -> ByteBuffer? {
+        if let cached = last.withLock({ $0?.seq == seq ? $0?.body : nil }) { return cached }
+        do {
+            let body = try NotificationFrame.body(
+                StreamMessageBody(seq: seq, stream: message.stream, from: message.from, to: message.to, at: message.at, message: message.message)
+            )
+            encodings.add(1, ordering: .relaxed)
+            last.withLock { $0 = Encoded(seq: seq, body: body) }
+            return body
+        } catch {
+            logger.error("could not encode a stream message", metadata: ["error": "\(error)"])
+            return nil
+        }
+    }
+}
+
+/// A connection token's stream listener.
+struct StreamSubscription: Sendable {
+    let sdkToken: NotificationToken
+    let gate: StreamGate
+
+    /// Lets the token's messages through (those that arrived before are written first, in order).
+    func open() { gate.open() }
+}
+
+/// Holds a new token's notifications until its `stream.listen` answer is queued.
+final class StreamGate: Sendable {
+    private struct State {
+        var isOpen = false
+        var held: [(prefix: ByteBuffer, body: ByteBuffer)] = []
+    }
+
+    private let state = Mutex(State())
+    private let outbox: ConnectionOutbox
+    private let token: Int64
+    private let messagePrefix: ByteBuffer
+    private let noticePrefix: ByteBuffer
+
+    init(outbox: ConnectionOutbox, token: Int64, messagePrefix: ByteBuffer, noticePrefix: ByteBuffer) {
+        self.outbox = outbox
+        self.token = token
+        self.messagePrefix = messagePrefix
+        self.noticePrefix = noticePrefix
+    }
+
+    func message(_ body: ByteBuffer) { pass(messagePrefix, body) }
+    func notice(_ body: ByteBuffer) { pass(noticePrefix, body) }
+
+    func open() {
+        state.withLock { state in
+            for item in state.held { outbox.append(token: token, prefix: item.prefix, body: item.body) }
+            state.held.removeAll()
+            state.isOpen = true
+        }
+    }
+
+    private func pass(_ prefix: ByteBuffer, _ body: ByteBuffer) {
+        state.withLock { state in
+            if state.isOpen {
+                outbox.append(token: token, prefix: prefix, body: body)
+            } else {
+                state.held.append((prefix, body))
+            }
+        }
+    }
+}
+
+extension StreamSendResult {
+    init(_ sent: SentStreamMessage) {
+        self.init(seq: sent.seq, from: sent.message.from, to: sent.message.to, at: sent.message.at)
+    }
+}
