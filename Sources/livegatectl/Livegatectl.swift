@@ -13,12 +13,12 @@ import LiveJSON
 struct Livegatectl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "livegatectl",
-        abstract: "Talk to livegated: watch live objects and collections, write them, show the daemon's status.",
+        abstract: "Talk to livegated: watch live objects and collections, write them, use streams, show the daemon's status.",
         discussion: """
             Exit codes: 0 success; 1 the daemon answered with an error; 64 usage error (EX_USAGE); \
             3 the daemon could not be reached or closed the connection.
             """,
-        subcommands: [Status.self, Get.self, Watch.self, List.self, Put.self, Patch.self, Delete.self]
+        subcommands: [Status.self, Get.self, Watch.self, List.self, Put.self, Patch.self, Delete.self, Stream.self]
     )
 }
 

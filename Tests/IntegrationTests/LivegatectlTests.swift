@@ -3,6 +3,7 @@
 import Foundation
 import LiveCloudAPI
 import LiveJSON
+import NIOHTTP1
 import Testing
 
 /// `livegatectl` against the real daemon: reads, writes, collections, and its documented exit codes.
@@ -49,5 +50,49 @@ import Testing
         // 3: no daemon there.
         let away = try runToCompletion(TestCluster.binDirectory + "/livegatectl", ["status", "--socket", cluster.directory + "/none.sock"])
         #expect(away.status == 3 && away.output.contains("cannot connect"), "\(away.output)")
+    }
+
+    @Test func streamsFromTheCommandLine() async throws {
+        let cluster = try await TestCluster.start(cloudArguments: ["--bcrypt-cost", "4", "--stream", "songs"], otherUsers: ["bob"])
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        let grant = try ctl(cluster, ["stream", "grant", "songs", TestCluster.username, "--publishers", "bob", "alice", "--subscribers", "alice"])
+        #expect(grant.status == 0 && grant.output.contains(#"{"publishers":["bob","alice"],"subscribers":["alice"]}"#), "\(grant.output)")
+        let access = try ctl(cluster, ["stream", "access", "songs", TestCluster.username])
+        #expect(access.output == grant.output)
+
+        // A listener in the background, until it has printed two messages.
+        let listener = Process()
+        listener.executableURL = URL(fileURLWithPath: TestCluster.binDirectory + "/livegatectl")
+        listener.arguments = ["stream", "listen", "songs", "--count", "2", "--socket", cluster.socketPath]
+        let stdout = Pipe()
+        listener.standardOutput = stdout
+        let lines = LineReader(stdout.fileHandleForReading)
+        try listener.run()
+        defer { if listener.isRunning { listener.terminate() } }
+        try await eventually("the listener's subscription") { try await cluster.stats().subscriptions["stream:songs/alice"] == 1 }
+
+        let bob = try await cluster.login(as: "bob")
+        let sent = try await cluster.call(
+            .POST,
+            CloudPath.streamMessages("songs", user: TestCluster.username),
+            json: #"{"message":{"title":"Blackbird"}}"#,
+            token: bob
+        )
+        #expect(sent.status == 201)
+        let post = try ctl(cluster, ["stream", "post", "songs", "plain text"])
+        #expect(post.status == 0 && post.output.hasPrefix("sent to alice (seq "), "\(post.output)")
+        let printed = try await withTimeout(.seconds(20), "the listener's two lines") {
+            var printed: [String] = []
+            for await line in lines.lines { printed.append(line) }
+            return printed
+        }
+        #expect(printed.count == 2, "\(printed)")
+        #expect(printed.first?.hasSuffix(#"bob → alice: {"title":"Blackbird"}"#) == true, "\(printed)")
+        #expect(printed.last?.hasSuffix(#"alice → alice: "plain text""#) == true, "\(printed)")
+
+        // A refusal is shown as a person would read it, with exit code 1.
+        let refused = try ctl(cluster, ["stream", "send", "songs", "bob", "hi"])
+        #expect(refused.status == 1 && refused.output.contains("alice may not send to bob on the stream songs"), "\(refused.output)")
     }
 }
