@@ -21,6 +21,7 @@ struct lg_subscription {
     lg_collection_callback collection_callback; /* collection tokens */
     json_object *window;                        /* collection tokens: the window's snapshots (an array) */
     void *userdata;
+    lg_stream_callback stream_callback; /* stream tokens */
 };
 
 struct lg_client {
@@ -226,6 +227,11 @@ static int deliver(lg_client *c, json_object *msg) {
         s->callback(c, t, params, s->userdata);
         return 1;
     }
+    const char *name = json_object_get_string(method);
+    if ((strcmp(name, "stream.message") == 0 || strcmp(name, "stream.notice") == 0) && s->stream_callback) {
+        s->stream_callback(c, t, name, params, s->userdata);
+        return 1;
+    }
     if (strcmp(json_object_get_string(method), "collection.changed") == 0 && s->collection_callback) {
         json_object *window = apply_changes(s->window, params);
         if (!window) {
@@ -358,7 +364,7 @@ int64_t lg_observe_object(lg_client *c, const char *collection, const char *id, 
     json_object *token;
     int64_t t = json_object_object_get_ex(result, "token", &token) ? json_object_get_int64(token) : -1;
     json_object_put(result);
-    if (t > 0) c->subs[c->nsubs++] = (struct lg_subscription){t, callback, NULL, NULL, userdata};
+    if (t > 0) c->subs[c->nsubs++] = (struct lg_subscription){.token = t, .callback = callback, .userdata = userdata};
     return t;
 }
 
@@ -393,7 +399,8 @@ int64_t lg_observe_collection(lg_client *c, const char *collection, const char *
     json_object *token;
     int64_t t = json_object_object_get_ex(result, "token", &token) ? json_object_get_int64(token) : -1;
     json_object_put(result);
-    if (t > 0) c->subs[c->nsubs++] = (struct lg_subscription){t, NULL, callback, json_object_new_array(), userdata};
+    if (t > 0) c->subs[c->nsubs++] = (struct lg_subscription){
+            .token = t, .collection_callback = callback, .window = json_object_new_array(), .userdata = userdata};
     return t;
 }
 
@@ -420,6 +427,49 @@ struct json_object *lg_collection_item(const lg_client *c, int64_t token, size_t
     struct lg_subscription *s = find(c, token);
     if (!s || !s->window || index >= json_object_array_length(s->window)) return NULL;
     return json_object_array_get_idx(s->window, index);
+}
+
+int64_t lg_stream_listen(lg_client *c, const char *stream, const char *follow_user, lg_stream_callback callback,
+                         void *userdata) {
+    if (!callback || !stream) {
+        set_error(c, -32602, "a stream and a callback are required");
+        return -1;
+    }
+    if (grow((void **)&c->subs, &c->capsubs, c->nsubs + 1, sizeof *c->subs) < 0) {
+        set_error(c, 0, "out of memory");
+        return -1;
+    }
+    json_object *params = json_object_new_object();
+    json_object_object_add(params, "stream", json_object_new_string(stream));
+    if (follow_user) json_object_object_add(params, "user", json_object_new_string(follow_user));
+    json_object *result = call(c, follow_user ? "stream.follow" : "stream.listen", params);
+    if (!result) return -1;
+    json_object *token;
+    int64_t t = json_object_object_get_ex(result, "token", &token) ? json_object_get_int64(token) : -1;
+    json_object_put(result);
+    if (t > 0)
+        c->subs[c->nsubs++] =
+            (struct lg_subscription){.token = t, .userdata = userdata, .stream_callback = callback};
+    return t;
+}
+
+int64_t lg_stream_send(lg_client *c, const char *stream, const char *to, const char *message_json) {
+    json_object *message = message_json ? json_tokener_parse(message_json) : NULL;
+    if (!stream || !message_json || (!message && strcmp(message_json, "null") != 0)) {
+        json_object_put(message);
+        set_error(c, -32602, "the message must be JSON text");
+        return -1;
+    }
+    json_object *params = json_object_new_object();
+    json_object_object_add(params, "stream", json_object_new_string(stream));
+    if (to) json_object_object_add(params, "to", json_object_new_string(to));
+    json_object_object_add(params, "message", message);
+    json_object *result = call(c, to ? "stream.send" : "stream.post", params);
+    if (!result) return -1;
+    json_object *seq;
+    int64_t n = json_object_object_get_ex(result, "seq", &seq) ? json_object_get_int64(seq) : -1;
+    json_object_put(result);
+    return n;
 }
 
 int lg_invalidate(lg_client *c, int64_t token) {

@@ -3,9 +3,12 @@
  *
  * Usage: livegate-c-example [--socket PATH] [--until-version N] COLLECTION ID
  *        livegate-c-example [--socket PATH] [--query JSON] [--page-size N] [--pages N] [--until-size N] COLLECTION
+ *        livegate-c-example [--socket PATH] --stream NAME [--follow USER] [--post JSON] [--until-count N]
  * An object: exits 0 after showing a snapshot of version N or more (with --until-version).
  * A collection: prints {"ids": [...], "count": ...} after each change; asks for pages until the window holds
- * --pages pages (or no more exist); exits 0 once the window holds N items (with --until-size). 1 on any error.
+ * --pages pages (or no more exist); exits 0 once the window holds N items (with --until-size).
+ * A stream: listens to the messages sent to the daemon's user (or follows USER's posts), posts JSON once
+ * listening (with --post), prints each message's params, exits 0 after N messages. 1 on any error.
  * It is also the C client's test program: the suite runs it under valgrind against a real daemon. */
 #include <livegate.h>
 
@@ -19,8 +22,20 @@ struct watch {
     long long until_version; /* 0: forever */
     long long until_size;    /* collections: stop at this many items; -1: forever */
     int loaded, has_next;    /* collections: the last change was a completed load; more pages follow */
+    long long until_count;   /* streams: stop after this many messages; 0: forever */
+    long long count;
     int done;
 };
+
+static void on_stream(lg_client *client, int64_t token, const char *method, struct json_object *params,
+                      void *userdata) {
+    (void)client;
+    (void)token;
+    struct watch *watch = userdata;
+    printf("%s %s\n", method, json_object_to_json_string_ext(params, JSON_C_TO_STRING_PLAIN));
+    fflush(stdout);
+    if (strcmp(method, "stream.message") == 0 && ++watch->count == watch->until_count) watch->done = 1;
+}
 
 static void on_collection_change(lg_client *client, int64_t token, struct json_object *params,
                                  struct json_object *window, void *userdata) {
@@ -58,7 +73,8 @@ int main(int argc, char **argv) {
     const char *socket_path = NULL;
     const char *query = NULL;
     int page_size = 0, pages = 1;
-    struct watch watch = {0, -1, 0, 0, 0};
+    const char *stream = NULL, *follow = NULL, *post = NULL;
+    struct watch watch = {0, -1, 0, 0, 0, 0, 0};
     int arg = 1;
     for (; arg < argc && strncmp(argv[arg], "--", 2) == 0; arg += 2) {
         if (arg + 1 >= argc) break;
@@ -68,13 +84,18 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[arg], "--page-size") == 0) page_size = atoi(argv[arg + 1]);
         else if (strcmp(argv[arg], "--pages") == 0) pages = atoi(argv[arg + 1]);
         else if (strcmp(argv[arg], "--until-size") == 0) watch.until_size = atoll(argv[arg + 1]);
+        else if (strcmp(argv[arg], "--stream") == 0) stream = argv[arg + 1];
+        else if (strcmp(argv[arg], "--follow") == 0) follow = argv[arg + 1];
+        else if (strcmp(argv[arg], "--post") == 0) post = argv[arg + 1];
+        else if (strcmp(argv[arg], "--until-count") == 0) watch.until_count = atoll(argv[arg + 1]);
         else break;
     }
-    if (argc - arg != 2 && argc - arg != 1) {
+    if (stream ? argc != arg : (argc - arg != 2 && argc - arg != 1)) {
         fprintf(stderr,
                 "usage: %s [--socket PATH] [--until-version N] COLLECTION ID\n"
-                "       %s [--socket PATH] [--query JSON] [--page-size N] [--pages N] [--until-size N] COLLECTION\n",
-                argv[0], argv[0]);
+                "       %s [--socket PATH] [--query JSON] [--page-size N] [--pages N] [--until-size N] COLLECTION\n"
+                "       %s [--socket PATH] --stream NAME [--follow USER] [--post JSON] [--until-count N]\n",
+                argv[0], argv[0], argv[0]);
         return 1;
     }
     int is_collection = argc - arg == 1;
@@ -86,10 +107,10 @@ int main(int argc, char **argv) {
         free(error);
         return 1;
     }
-    int64_t token = is_collection
-                        ? lg_observe_collection(client, argv[arg], query, page_size, 0, 0, on_collection_change, &watch)
-                        : lg_observe_object(client, argv[arg], argv[arg + 1], 0, on_change, &watch);
-    if (token < 0) {
+    int64_t token = stream          ? lg_stream_listen(client, stream, follow, on_stream, &watch)
+                    : is_collection ? lg_observe_collection(client, argv[arg], query, page_size, 0, 0, on_collection_change, &watch)
+                                    : lg_observe_object(client, argv[arg], argv[arg + 1], 0, on_change, &watch);
+    if (token < 0 || (stream && post && lg_stream_send(client, stream, NULL, post) < 0)) {
         fprintf(stderr, "livegate-c-example: %s\n", lg_last_error(client));
         lg_disconnect(client);
         return 1;

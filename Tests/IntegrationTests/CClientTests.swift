@@ -4,7 +4,10 @@ import CJSONC
 import CLiveGate
 import Foundation
 import LiveCloudAPI
+import LiveGateClient
+import LiveGateProtocol
 import LiveJSON
+import NIOHTTP1
 import Testing
 
 #if canImport(Glibc)
@@ -19,6 +22,12 @@ private final class Seen {
 private let recordChange: lg_object_callback = { _, _, params, userdata in
     let seen = Unmanaged<Seen>.fromOpaque(userdata!).takeUnretainedValue()
     seen.changes.append(String(cString: json_object_to_json_string_ext(params, JSON_C_TO_STRING_PLAIN)))
+}
+
+/// Records each stream notification as "METHOD PARAMS".
+private let recordStream: lg_stream_callback = { _, _, method, params, userdata in
+    let seen = Unmanaged<Seen>.fromOpaque(userdata!).takeUnretainedValue()
+    seen.changes.append(String(cString: method!) + " " + String(cString: json_object_to_json_string_ext(params, JSON_C_TO_STRING_PLAIN)))
 }
 
 /// Polls the client's descriptor and dispatches until `condition` holds, for at most `seconds`.
@@ -66,6 +75,57 @@ private func dispatch(_ client: OpaquePointer, _ seen: Seen, seconds: Double = 2
         #expect(lg_invalidate(client, token) == -1)
         #expect(lg_last_error_code(client) == -32001)
         #expect(String(cString: lg_last_error(client)).contains("no token 1"))
+        withExtendedLifetime(seen) {}
+    }
+
+    @Test func streamsThroughTheCLibrary() async throws {
+        let cluster = try await TestCluster.start(cloudArguments: ["--bcrypt-cost", "4", "--stream", "songs"], otherUsers: ["bob"])
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        let bob = try await cluster.login(as: "bob")
+        #expect(
+            try await cluster.call(
+                .PUT,
+                CloudPath.streamACL("songs", user: "bob"),
+                json: #"{"publishers":["bob"],"subscribers":["alice"]}"#,
+                token: bob
+            )
+            .status == 200
+        )
+        var error: UnsafeMutablePointer<CChar>?
+        let client = try #require(lg_connect(cluster.socketPath, "c-test", &error), "lg_connect: \(error.map { String(cString: $0) } ?? "?")")
+        defer { lg_disconnect(client) }
+        let seen = Seen()
+        let userdata = Unmanaged.passUnretained(seen).toOpaque()
+        // Following bob: his posts arrive through the callback.
+        let token = withExtendedLifetime(seen) { lg_stream_listen(client, "songs", "bob", recordStream, userdata) }
+        #expect(token == 1, "\(String(cString: lg_last_error(client)))")
+        let sent = try await cluster.call(.POST, CloudPath.streamMessages("songs", user: "bob"), json: #"{"message":{"n":1}}"#, token: bob)
+        #expect(sent.status == 201)
+        #expect(
+            dispatch(client, seen) { seen.changes.contains { $0.hasPrefix("stream.message ") && $0.contains(#""message":{"n":1}"#) } },
+            "\(seen.changes)"
+        )
+        #expect(seen.changes.first?.contains(#""from":"bob""#) == true)
+
+        // Refusals: alice is not among bob's publishers; carol is no one alice may follow; nothing called "jazz".
+        #expect(lg_stream_send(client, "songs", "bob", #""hi""#) == -1)
+        #expect(lg_last_error_code(client) == -32002)
+        #expect(String(cString: lg_last_error(client)).contains("alice may not send to bob"))
+        #expect(lg_stream_listen(client, "jazz", nil, recordStream, userdata) == -1)
+        #expect(lg_last_error_code(client) == -32006)
+        #expect(lg_stream_send(client, "songs", nil, "not json") == -1)
+        #expect(lg_last_error_code(client) == -32602)
+
+        // Alice posts to her own followers: with her ACL letting herself publish, the post is accepted.
+        try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "grant") { daemon in
+            _ = try await daemon.grantAccess(stream: "songs", user: TestCluster.username, acl: StreamAccess(publishers: [TestCluster.username]))
+        }
+        #expect(lg_stream_send(client, "songs", nil, #"{"from":"C"}"#) > 0, "\(String(cString: lg_last_error(client)))")
+        #expect(lg_invalidate(client, token) == 0)
+        try await eventually("the unfollow releases the cloud subscription") {
+            try await cluster.stats().subscriptions["stream:songs/bob"] == nil
+        }
         withExtendedLifetime(seen) {}
     }
 
@@ -181,5 +241,32 @@ private var valgrindAvailable: Bool {
         }
         #expect(seen.contains(#"{"ids":["m0","m1","m2","m3"],"count":5,"size":4}"#), "\(seen)")
         #expect(seen.last == #"{"ids":["m0","m1","m15","m2","m3"],"count":6,"size":5}"#, "\(seen)")
+    }
+
+    @Test func theExampleListensPostsAndReceivesStreamMessagesUnderValgrind() async throws {
+        let cluster = try await TestCluster.start(cloudArguments: ["--bcrypt-cost", "4", "--stream", "songs"], otherUsers: ["bob"])
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        let alice = try await cluster.login()
+        let acl = #"{"publishers":["alice","bob"],"subscribers":["alice"]}"#
+        #expect(try await cluster.call(.PUT, CloudPath.streamACL("songs", user: "alice"), json: acl, token: alice).status == 200)
+        let bob = try await cluster.login(as: "bob")
+        let sentByBob = ClusterBox<Bool>()
+        // The example listens, posts; on seeing its own post, bob sends one; the second message ends it.
+        let seen = try await runExampleUnderValgrind(cluster, ["--stream", "songs", "--post", #"{"title":"from C"}"#, "--until-count", "2"]) { line in
+            if sentByBob.get() == nil, line.contains(#""from C""#) {
+                sentByBob.set(true)
+                let sent = try await cluster.call(
+                    .POST,
+                    CloudPath.streamMessages("songs", user: "alice"),
+                    json: #"{"message":{"title":"from bob"}}"#,
+                    token: bob
+                )
+                #expect(sent.status == 201)
+            }
+        }
+        #expect(seen.count == 2, "\(seen)")
+        #expect(seen.first?.hasPrefix(#"stream.message {"token":1,"at":"#) == true, "\(seen)")
+        #expect(seen.last?.contains(#""from":"bob","message":{"title":"from bob"}"#) == true, "\(seen)")
     }
 }

@@ -16,7 +16,7 @@
  * Threads: a client is not thread-safe; use each lg_client from one thread at a time. The library starts no
  * thread and calls callbacks only from lg_dispatch.
  *
- * Requests (lg_observe_*, lg_collection_page, lg_invalidate, lg_update_object) block until the daemon answers. Notifications
+ * Requests (lg_observe_*, lg_collection_page, lg_stream_*, lg_invalidate, lg_update_object) block until the daemon answers. Notifications
  * that arrive meanwhile are kept and delivered by the next lg_dispatch, in order; since they are already
  * read, the descriptor may not be readable: check lg_has_pending before polling, as above.
  *
@@ -49,6 +49,12 @@ typedef void (*lg_object_callback)(lg_client *client, int64_t token, struct json
 typedef void (*lg_collection_callback)(lg_client *client, int64_t token, struct json_object *params,
                                        struct json_object *window, void *userdata);
 
+/* Called with each notification of a stream token: `method` is "stream.message", with `params`
+ * {"token", "seq", "stream", "from", "to", "at", "message" (any JSON)}, or "stream.notice", with `params`
+ * {"token", "resync"? (true: messages may have been lost), "error"? {"code", "message"}}. */
+typedef void (*lg_stream_callback)(lg_client *client, int64_t token, const char *method, struct json_object *params,
+                                   void *userdata);
+
 /* Connects and says hello. Returns NULL on failure, with a message in *error (free it) when error is not NULL. */
 lg_client *lg_connect(const char *socket_path, const char *client_name, char **error);
 
@@ -77,6 +83,17 @@ int lg_collection_page(lg_client *client, int64_t token, enum lg_page page);
  * lg_dispatch or request). */
 size_t lg_collection_size(const lg_client *client, int64_t token);
 struct json_object *lg_collection_item(const lg_client *client, int64_t token, size_t index);
+
+/* Live Service streams, as the daemon's cloud user. Listens to the messages sent to that user (`follow_user`
+ * NULL), or follows what `follow_user` posts. Returns the token (> 0; lg_invalidate stops listening or
+ * unfollows), or -1 with lg_last_error() set (-32002: not among the user's subscribers; -32006: no stream). */
+int64_t lg_stream_listen(lg_client *client, const char *stream, const char *follow_user, lg_stream_callback callback,
+                         void *userdata);
+
+/* Sends `message_json` (any JSON value, as text) to `to` on the stream, or posts it to the daemon user's
+ * followers (`to` NULL). Returns the message's sequence number (> 0), or -1 with lg_last_error() set (-32002:
+ * not among the recipient's publishers; -32003: over the cloud's size limit, not delivered). */
+int64_t lg_stream_send(lg_client *client, const char *stream, const char *to, const char *message_json);
 
 /* Ends a token. Returns 0, or -1 with lg_last_error() set. */
 int lg_invalidate(lg_client *client, int64_t token);
