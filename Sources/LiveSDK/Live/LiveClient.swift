@@ -62,6 +62,10 @@ public actor LiveClient {
     // Streams (see LiveClient+Streams.swift).
     var streamListeners: [Topic: [Int: StreamListener]] = [:]
     var nextStreamListener = 0
+    // Feeds (see LiveClient+Feeds.swift).
+    var feedListeners: [Topic: [Int: FeedListener]] = [:]
+    var nextFeedListener = 0
+    var feedEmissions = 0
     /// The cache's size bound, and how many stores happened since the last eviction pass.
     let cacheMaxEntities: Int?
     var storesSinceEviction = 0
@@ -249,7 +253,9 @@ public actor LiveClient {
             guard status != connectionStatus else { return }
             connectionStatus = status
             for observer in connectionObservers.values { observer(status) }
+            feedStatusChanged(status)
         case .connected(let needRefresh):
+            feedsConnected(needRefresh: needRefresh)
             // Resumed topics had their missed events replayed. The others cannot prove they saw every change:
             // their observers get a resync notice at once, and the full state once fetched.
             for topic in needRefresh {
@@ -270,8 +276,10 @@ public actor LiveClient {
         case .streamMessage(let seq, let topic, let message):
             streamEvent(topic, .message(message, seq: seq))
         case .subscriptionRefused(let topic, let code, let message):
+            if case .collection = topic { feedEvent(topic, .error(LiveError(subscriptionRefusal: code, message: message, topic: topic))) }
             if case .stream = topic { streamEvent(topic, .error(LiveError(subscriptionRefusal: code, message: message, topic: topic))) }
-        case .entityChanged(_, let entity):
+        case .entityChanged(let seq, let topic, let entity):
+            if case .collection = topic { feedEvent(topic, .next(entity, seq: seq)) }
             do {
                 try await cache.store(entity)
             } catch {

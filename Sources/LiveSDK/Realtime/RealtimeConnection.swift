@@ -15,8 +15,9 @@ enum RealtimeEvent: Sendable {
     /// (never had a baseline, or the cloud said resync) and must be fetched again.
     case connected(needRefresh: Set<Topic>)
     case statusChanged(ConnectionStatus)
-    /// An entity changed on a subscribed topic.
-    case entityChanged(seq: Int64, entity: Entity)
+    /// An entity changed on a subscribed topic (a write is published on its object topic and on its
+    /// collection's topic: subscribed to both, the engine hears it twice).
+    case entityChanged(seq: Int64, topic: Topic, entity: Entity)
     /// A message arrived on a subscribed stream topic.
     case streamMessage(seq: Int64, topic: Topic, message: StreamMessage)
     /// The cloud refused to subscribe the topic (when it was subscribed on connect, not by ``RealtimeConnection/acquire(_:)``,
@@ -193,7 +194,7 @@ actor RealtimeConnection {
             guard let seq = message.seq, let topic = message.topic else { return }
             if machine.wantedTopics.contains(topic) { lastSeq[topic] = max(lastSeq[topic] ?? 0, seq) }
             if let entity = message.entity {
-                events.yield(.entityChanged(seq: seq, entity: entity))
+                events.yield(.entityChanged(seq: seq, topic: topic, entity: entity))
             } else if let streamMessage = message.streamMessage {
                 events.yield(.streamMessage(seq: seq, topic: topic, message: streamMessage))
             }
