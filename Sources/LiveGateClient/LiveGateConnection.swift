@@ -24,6 +24,7 @@ public final class LiveGateConnection: Sendable {
         case observe(ResponseSlot<ObjectObservation>)
         case observeCollection(ResponseSlot<CollectionObservation>)
         case listen(ResponseSlot<StreamListening>)
+        case feed(ResponseSlot<CollectionFeed>)
     }
 
     /// A collection token's stream and the window as the notifications so far make it.
@@ -38,6 +39,7 @@ public final class LiveGateConnection: Sendable {
         var observations: [Int64: AsyncThrowingStream<ObjectChangedParams, any Error>.Continuation] = [:]
         var collections: [Int64: CollectionMirror] = [:]
         var streams: [Int64: AsyncThrowingStream<StreamEvent, any Error>.Continuation] = [:]
+        var feeds: [Int64: AsyncThrowingStream<FeedEventBody, any Error>.Continuation] = [:]
         var closedReason: LiveGateError?
     }
 
@@ -179,12 +181,16 @@ public final class LiveGateConnection: Sendable {
     /// Ends a token; its observation's `changes` finish.
     public func invalidate(token: Int64) async throws {
         _ = try await request(Method.tokenInvalidate, TokenParams(token: token), as: InvalidateResult.self)
-        let (sink, collection, stream) = state.withLock {
-            ($0.observations.removeValue(forKey: token), $0.collections.removeValue(forKey: token), $0.streams.removeValue(forKey: token))
+        let (sink, collection, stream, feed) = state.withLock {
+            (
+                $0.observations.removeValue(forKey: token), $0.collections.removeValue(forKey: token),
+                $0.streams.removeValue(forKey: token), $0.feeds.removeValue(forKey: token)
+            )
         }
         sink?.finish()
         collection?.sink.finish()
         stream?.finish()
+        feed?.finish()
     }
 
     /// Observes a query's result in pages. The observation's `updates` carry each notification with the
@@ -283,6 +289,7 @@ public final class LiveGateConnection: Sendable {
         case .observe(let slot): slot.fill(.failure(error))
         case .observeCollection(let slot): slot.fill(.failure(error))
         case .listen(let slot): slot.fill(.failure(error))
+        case .feed(let slot): slot.fill(.failure(error))
         }
     }
 
@@ -292,6 +299,10 @@ public final class LiveGateConnection: Sendable {
         if let method = message.method {
             if method == NotificationMethod.collectionChanged {
                 routeCollectionChange(raw)
+                return
+            }
+            if method == NotificationMethod.feedEvent {
+                routeFeedEvent(message.params)
                 return
             }
             if method == NotificationMethod.streamMessage || method == NotificationMethod.streamNotice {
@@ -337,7 +348,20 @@ public final class LiveGateConnection: Sendable {
             let (events, sink) = AsyncThrowingStream.makeStream(of: StreamEvent.self)
             state.withLock { $0.streams[token] = sink }
             slot.fill(.success(StreamListening(token: token, events: events)))
+        case .feed(let slot):
+            guard let token = Self.token(in: message, failing: slot) else { return }
+            let (events, sink) = AsyncThrowingStream.makeStream(of: FeedEventBody.self)
+            state.withLock { $0.feeds[token] = sink }
+            slot.fill(.success(CollectionFeed(token: token, events: events)))
         }
+    }
+
+    private func routeFeedEvent(_ params: JSONValue?) {
+        guard let params, let token = params["token"]?.numberValue.map({ Int64($0) }),
+            let sink = state.withLock({ $0.feeds[token] }),
+            let event = try? JSONDecoder().decode(FeedEventBody.self, from: JSONEncoder().encode(params))
+        else { return }
+        sink.yield(event)
     }
 
     private func routeStreamEvent(_ method: String, _ params: JSONValue?) {
@@ -392,9 +416,11 @@ public final class LiveGateConnection: Sendable {
                 state.observations.removeAll()
                 state.collections.removeAll()
                 state.streams.removeAll()
+                state.feeds.removeAll()
             }
             for mirror in state.collections.values { mirror.sink.finish(throwing: reason) }
             for sink in state.streams.values { sink.finish(throwing: reason) }
+            for sink in state.feeds.values { sink.finish(throwing: reason) }
             return (Array(state.pending.values), Array(state.observations.values))
         }
         for request in pending { Self.fail(request, reason) }

@@ -11,6 +11,7 @@ struct DaemonContext: Sendable {
     let hub: ObjectTopicHub
     let collections: CollectionFanout
     let streams: StreamFanout
+    let feeds: FeedFanout
     let sessionWatch: SessionWatch
     /// When the daemon started, for `daemon.stats`.
     let startedAt: ContinuousClock.Instant

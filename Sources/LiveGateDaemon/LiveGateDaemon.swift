@@ -40,6 +40,7 @@ public struct LiveGateDaemon: Sendable {
             hub: ObjectTopicHub(engine: engine, logger: logger),
             collections: CollectionFanout(engine: engine, logger: logger),
             streams: StreamFanout(engine: engine, logger: logger),
+            feeds: FeedFanout(engine: engine, logger: logger),
             sessionWatch: SessionWatch(),
             startedAt: .now,
             connections: ConnectionRegistry(),

@@ -20,6 +20,7 @@ public enum Method {
     public static let collectionItems = "collection.items"
     public static let sessionState = "session.state"
     public static let daemonStats = "daemon.stats"
+    public static let feedSubscribe = "feed.subscribe"
     public static let streamSend = "stream.send"
     public static let streamPost = "stream.post"
     public static let streamListen = "stream.listen"
@@ -34,6 +35,8 @@ public enum NotificationMethod {
     public static let collectionChanged = "collection.changed"
     /// The cloud session or the realtime connection changed (to connections that asked with `session.state`).
     public static let sessionChanged = "session.changed"
+    /// A change (or the readiness, status, resync or refusal) on a feed token (`feed.subscribe`).
+    public static let feedEvent = "feed.event"
     /// A message on a stream token (`stream.listen`, `stream.follow`).
     public static let streamMessage = "stream.message"
     /// A stream token's resync notice or error.

@@ -37,6 +37,8 @@ public struct DaemonStats: Codable, Sendable, Equatable {
     public var collectionBodiesEncoded: Int
     /// Stream message bodies encoded since start (one per message, whatever the number of tokens).
     public var streamBodiesEncoded: Int
+    /// Feed event bodies encoded since start (one per event, whatever the number of tokens).
+    public var feedBodiesEncoded: Int
     public var session: SessionStateBody
 
     public init(
@@ -48,6 +50,7 @@ public struct DaemonStats: Codable, Sendable, Equatable {
         objectTokens: Int,
         collectionBodiesEncoded: Int,
         streamBodiesEncoded: Int,
+        feedBodiesEncoded: Int,
         session: SessionStateBody
     ) {
         self.version = version
@@ -58,6 +61,7 @@ public struct DaemonStats: Codable, Sendable, Equatable {
         self.objectTokens = objectTokens
         self.collectionBodiesEncoded = collectionBodiesEncoded
         self.streamBodiesEncoded = streamBodiesEncoded
+        self.feedBodiesEncoded = feedBodiesEncoded
         self.session = session
     }
 }

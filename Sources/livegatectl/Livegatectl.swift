@@ -62,7 +62,10 @@ struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Watch a live object, or a query's result: print the state now and at every change.",
         discussion: """
-            With an id, watches that object; without, the collection's objects that match --where, in             --sort order, in pages. Runs until interrupted, or until --until-version is reached. Example:             livegatectl watch messages --where channel='"c1"' --sort rank --pages 2
+            With an id, watches that object; without, the collection's objects that match --where, in \
+            --sort order, in pages; with --feed, every change of the collection as it happens. Runs until \
+            interrupted, or until --until-version (objects) or --count (feeds) is reached. Example: \
+            livegatectl watch messages --where channel='"c1"' --sort rank --pages 2
             """
     )
     @OptionGroup var connection: ConnectionOptions
@@ -72,8 +75,19 @@ struct Watch: AsyncParsableCommand {
     @Flag(help: "One JSON line per change (the daemon's notification params).") var json = false
     @Flag(help: "Wait for fresh data: skip the cached version (objects).") var freshOnly = false
     @Option(help: "Exit once a snapshot with at least this version has been shown (objects).") var untilVersion: Int64?
+    @Flag(help: "Print every change of the collection as it happens (a feed), instead of a query's window.") var feed = false
+    @Option(help: "With --feed: exit after this many changes.") var count: Int?
+
+    func validate() throws {
+        if feed && id != nil { throw ValidationError("--feed watches a whole collection: give no id") }
+        if count != nil && !feed { throw ValidationError("--count applies to --feed") }
+    }
 
     func run() async throws {
+        if feed {
+            try await withDaemon(connection) { daemon in try await watchFeed(daemon, collection: collection, json: json, count: count) }
+            return
+        }
         guard let id else {
             try await withDaemon(connection) { daemon in
                 try await watchCollection(daemon, collection: collection, query: query, json: json, untilLoaded: false)
@@ -90,6 +104,33 @@ struct Watch: AsyncParsableCommand {
                 print(json ? Self.jsonLine(change) : Self.describe(change))
                 fflush(nil)
                 if let untilVersion, let version = change.snapshot?.version, version >= untilVersion { return }
+            }
+        }
+    }
+
+    /// Prints each feed event, readable or as JSON, until `count` changes (or forever).
+    func watchFeed(_ daemon: LiveGateConnection, collection: String, json: Bool, count: Int?) async throws {
+        let subscription = try await daemon.subscribeFeed(collection: collection)
+        var changes = 0
+        for try await event in subscription.events {
+            if json {
+                print(jsonText(event))
+            } else {
+                switch event.event {
+                case .ready: print("(watching every change of \(collection))")
+                case .next:
+                    let snapshot = event.snapshot
+                    let what = event.deleted == true ? "deleted" : jsonText(snapshot?.data ?? .null)
+                    print("\(snapshot?.collection ?? collection)/\(snapshot?.id ?? "?") v\(snapshot?.version ?? 0): \(what)")
+                case .status: print("(link to the cloud: \(event.status ?? "?"))")
+                case .resync: print("(the link was down too long: changes may have been missed)")
+                case .error: print("error: \(event.error?.message ?? "?")")
+                }
+            }
+            fflush(nil)
+            if event.event == .next {
+                changes += 1
+                if let count, changes >= count { return }
             }
         }
     }

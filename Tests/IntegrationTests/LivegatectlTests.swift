@@ -52,6 +52,37 @@ import Testing
         #expect(away.status == 3 && away.output.contains("cannot connect"), "\(away.output)")
     }
 
+    /// Starts livegatectl in the background; its output lines arrive on the reader until it exits.
+    func background(_ cluster: TestCluster, _ arguments: [String]) throws -> (Process, LineReader) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: TestCluster.binDirectory + "/livegatectl")
+        process.arguments = arguments + ["--socket", cluster.socketPath]
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        let lines = LineReader(stdout.fileHandleForReading)
+        try process.run()
+        return (process, lines)
+    }
+
+    @Test func watchingAFeedPrintsEveryChange() async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        let (watcher, lines) = try background(cluster, ["watch", "messages", "--feed", "--count", "2"])
+        defer { if watcher.isRunning { watcher.terminate() } }
+        try await eventually("the feed's subscription") { try await cluster.stats().subscriptions["collection:messages"] == 1 }
+        try await cluster.put("messages", "m1", ["text": "hi"])
+        try await cluster.delete("messages", "m1")
+        let printed = try await withTimeout(.seconds(20), "the watcher's lines") {
+            var printed: [String] = []
+            for await line in lines.lines { printed.append(line) }
+            return printed
+        }
+        #expect(printed == ["(watching every change of messages)", #"messages/m1 v1: {"text":"hi"}"#, "messages/m1 v2: deleted"], "\(printed)")
+        let usage = try ctl(cluster, ["watch", "messages", "m1", "--feed"])
+        #expect(usage.status == 64, "\(usage.output)")
+    }
+
     @Test func streamsFromTheCommandLine() async throws {
         let cluster = try await TestCluster.start(cloudArguments: ["--bcrypt-cost", "4", "--stream", "songs"], otherUsers: ["bob"])
         defer { cluster.stop() }
@@ -62,13 +93,7 @@ import Testing
         #expect(access.output == grant.output)
 
         // A listener in the background, until it has printed two messages.
-        let listener = Process()
-        listener.executableURL = URL(fileURLWithPath: TestCluster.binDirectory + "/livegatectl")
-        listener.arguments = ["stream", "listen", "songs", "--count", "2", "--socket", cluster.socketPath]
-        let stdout = Pipe()
-        listener.standardOutput = stdout
-        let lines = LineReader(stdout.fileHandleForReading)
-        try listener.run()
+        let (listener, lines) = try background(cluster, ["stream", "listen", "songs", "--count", "2"])
         defer { if listener.isRunning { listener.terminate() } }
         try await eventually("the listener's subscription") { try await cluster.stats().subscriptions["stream:songs/alice"] == 1 }
 

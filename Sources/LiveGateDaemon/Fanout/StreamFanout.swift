@@ -35,20 +35,17 @@ final class StreamFanout: Sendable {
     /// the token (the answer, queued by the caller in between) before its first message.
     /// - Throws: ``LiveError`` when the cloud refuses (not a subscriber, no such stream).
     func subscribe(stream: String, user: String?, outbox: ConnectionOutbox, token: Int64) async throws(LiveError) -> StreamSubscription {
-        let gate = StreamGate(
-            outbox: outbox,
-            token: token,
-            messagePrefix: NotificationFrame.prefix(method: NotificationMethod.streamMessage, token: token),
-            noticePrefix: NotificationFrame.prefix(method: NotificationMethod.streamNotice, token: token)
-        )
+        let gate = NotificationGate(outbox: outbox, token: token)
+        let messagePrefix = NotificationFrame.prefix(method: NotificationMethod.streamMessage, token: token)
+        let noticePrefix = NotificationFrame.prefix(method: NotificationMethod.streamNotice, token: token)
         let handler: @Sendable (LiveStreamEvent) -> Void = { [self] event in
             switch event {
             case .message(let message, let seq):
-                if let body = body(message, seq: seq) { gate.message(body) }
+                if let body = body(message, seq: seq) { gate.pass(messagePrefix, body) }
             case .resync:
-                if let body = try? NotificationFrame.body(StreamNoticeBody(resync: true)) { gate.notice(body) }
+                if let body = try? NotificationFrame.body(StreamNoticeBody(resync: true)) { gate.pass(noticePrefix, body) }
             case .error(let error):
-                if let body = try? NotificationFrame.body(StreamNoticeBody(error: RPCError(error))) { gate.notice(body) }
+                if let body = try? NotificationFrame.body(StreamNoticeBody(error: RPCError(error))) { gate.pass(noticePrefix, body) }
             }
         }
         let live = engine.stream(stream)
@@ -80,52 +77,10 @@ final class StreamFanout: Sendable {
 /// A connection token's stream listener.
 struct StreamSubscription: Sendable {
     let sdkToken: NotificationToken
-    let gate: StreamGate
+    let gate: NotificationGate
 
     /// Lets the token's messages through (those that arrived before are written first, in order).
     func open() { gate.open() }
-}
-
-/// Holds a new token's notifications until its `stream.listen` answer is queued.
-final class StreamGate: Sendable {
-    private struct State {
-        var isOpen = false
-        var held: [(prefix: ByteBuffer, body: ByteBuffer)] = []
-    }
-
-    private let state = Mutex(State())
-    private let outbox: ConnectionOutbox
-    private let token: Int64
-    private let messagePrefix: ByteBuffer
-    private let noticePrefix: ByteBuffer
-
-    init(outbox: ConnectionOutbox, token: Int64, messagePrefix: ByteBuffer, noticePrefix: ByteBuffer) {
-        self.outbox = outbox
-        self.token = token
-        self.messagePrefix = messagePrefix
-        self.noticePrefix = noticePrefix
-    }
-
-    func message(_ body: ByteBuffer) { pass(messagePrefix, body) }
-    func notice(_ body: ByteBuffer) { pass(noticePrefix, body) }
-
-    func open() {
-        state.withLock { state in
-            for item in state.held { outbox.append(token: token, prefix: item.prefix, body: item.body) }
-            state.held.removeAll()
-            state.isOpen = true
-        }
-    }
-
-    private func pass(_ prefix: ByteBuffer, _ body: ByteBuffer) {
-        state.withLock { state in
-            if state.isOpen {
-                outbox.append(token: token, prefix: prefix, body: body)
-            } else {
-                state.held.append((prefix, body))
-            }
-        }
-    }
 }
 
 extension StreamSendResult {

@@ -7,13 +7,15 @@ enum TokenSubscription: Sendable {
     case object(ObjectTopicHub.Subscription)
     case collection(CollectionSubscription)
     case stream(StreamSubscription)
+    case feed(FeedSubscription)
 
-    /// Releases it: the object topic's share, or the SDK collection observer or stream listener.
+    /// Releases it: the object topic's share, or the SDK collection observer, stream listener or feed subscription.
     func end(_ context: DaemonContext) {
         switch self {
         case .object(let subscription): context.hub.unsubscribe(subscription)
         case .collection(let subscription): subscription.sdkToken.invalidate()
         case .stream(let subscription): subscription.sdkToken.invalidate()
+        case .feed(let subscription): subscription.sdkToken.invalidate()
         }
     }
 }

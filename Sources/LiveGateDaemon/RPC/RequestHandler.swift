@@ -30,7 +30,8 @@ struct RequestHandler {
     static let methods = [
         Method.hello, Method.objectObserve, Method.tokenInvalidate, Method.objectCreate, Method.objectUpdate, Method.objectDelete,
         Method.collectionObserve, Method.collectionNextPage, Method.collectionPreviousPage, Method.collectionResetPage,
-        Method.collectionItems, Method.sessionState, Method.daemonStats, Method.streamSend, Method.streamPost, Method.streamListen,
+        Method.collectionItems, Method.feedSubscribe, Method.sessionState, Method.daemonStats, Method.streamSend, Method.streamPost,
+        Method.streamListen,
         Method.streamFollow, Method.streamGrantAccess, Method.streamAccess,
     ]
 
@@ -95,6 +96,7 @@ struct RequestHandler {
             case Method.collectionItems: try items(id, envelope.params)
             case Method.sessionState: try sessionState(id, envelope.params)
             case Method.daemonStats: await daemonStats(id)
+            case Method.feedSubscribe: try await feedSubscribe(id, envelope.params)
             case Method.streamSend: try await streamSend(id, envelope.params)
             case Method.streamPost: try await streamPost(id, envelope.params)
             case Method.streamListen: try await streamListen(id, envelope.params, follow: false)
@@ -218,9 +220,31 @@ struct RequestHandler {
             objectTokens: objects.tokens,
             collectionBodiesEncoded: context.collections.encodedBodies,
             streamBodiesEncoded: context.streams.encodedBodies,
+            feedBodiesEncoded: context.feeds.encodedBodies,
             session: context.sessionWatch.current
         )
         connection.respond(result: stats, id: id)
+    }
+
+    // MARK: Feeds
+
+    private func feedSubscribe(_ id: RequestID, _ params: JSONValue?) async throws {
+        let request = try Self.decode(FeedSubscribeParams.self, params, method: Method.feedSubscribe)
+        guard EntityKey.isValidName(request.collection) else {
+            throw RPCError(code: .invalidParams, message: "params.collection must be 1-128 characters of A-Z a-z 0-9 _ - .")
+        }
+        try checkTokenLimit()
+        let token = connection.allocateToken()
+        let subscription: FeedSubscription
+        do {
+            subscription = try await context.feeds.subscribe(collection: request.collection, outbox: connection.outbox, token: token)
+        } catch {
+            connection.endToken(token)
+            throw error
+        }
+        connection.respond(result: TokenResult(token: token), id: id)
+        subscription.open()
+        connection.tokenSubscribed(token, .feed(subscription))
     }
 
     // MARK: Streams
