@@ -11,7 +11,7 @@ import LiveJSON
 /// higher version, so the cache never goes back in time whatever order answers and events arrive in.
 final class CacheStore: Sendable {
     let path: String
-    private let pool: DatabasePool
+    let pool: DatabasePool
 
     init(path: String) throws {
         self.path = path
@@ -46,6 +46,15 @@ final class CacheStore: Sendable {
                 table.column("hasNext", .boolean).notNull()
                 table.column("hasPrevious", .boolean).notNull()
                 table.column("count", .integer).notNull()
+            }
+        }
+        migrator.registerMigration("v3-outbox") { db in
+            try db.create(table: "outbox") { table in
+                table.autoIncrementedPrimaryKey("id")
+                table.column("collection", .text).notNull()
+                table.column("objectId", .text).notNull()
+                table.column("write", .text).notNull()
+                table.column("ifVersion", .integer)
             }
         }
         return migrator
@@ -142,7 +151,7 @@ final class CacheStore: Sendable {
     }
 
     /// Writes `entity` in `db` unless it holds the same or a higher version; returns whether it wrote.
-    private static func upsert(_ entity: Entity, in db: Database) throws -> Bool {
+    static func upsert(_ entity: Entity, in db: Database) throws -> Bool {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let text = String(decoding: try encoder.encode(entity.data), as: UTF8.self)

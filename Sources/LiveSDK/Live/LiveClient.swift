@@ -45,7 +45,7 @@ public actor LiveClient {
     private let realtimeEvents: AsyncStream<RealtimeEvent>
     private let commands: AsyncStream<Command>
     let commandSink: AsyncStream<Command>.Continuation
-    private var observations: [EntityKey: SharedObjectObservation] = [:]
+    var observations: [EntityKey: SharedObjectObservation] = [:]
     private var fetching: Set<EntityKey> = []
     private var refetchWanted: Set<EntityKey> = []
     public private(set) var connectionStatus: ConnectionStatus = .offline
@@ -66,6 +66,15 @@ public actor LiveClient {
     var feedListeners: [Topic: [Int: FeedListener]] = [:]
     var nextFeedListener = 0
     var feedEmissions = 0
+    // The write outbox (see LiveClient+Outbox.swift).
+    var writeWaiters: [Int64: CheckedContinuation<Entity, any Error>] = [:]
+    /// Outcomes of writes whose writer was not waiting yet.
+    var finishedWrites: [Int64: Result<Entity, any Error>] = [:]
+    /// The object whose write is being sent, and the realtime changes of it that arrived meanwhile.
+    var writeInFlight: EntityKey?
+    var heldDuringWrite: [Entity] = []
+    let outboxSignal: AsyncStream<Void>.Continuation
+    let outboxSignals: AsyncStream<Void>
     /// The cache's size bound, and how many stores happened since the last eviction pass.
     let cacheMaxEntities: Int?
     var storesSinceEviction = 0
@@ -91,6 +100,7 @@ public actor LiveClient {
         realtimeEvents = events
         realtime = RealtimeConnection(cloudURL: configuration.cloudURL, session: session, logger: logger, events: eventSink)
         (commands, commandSink) = AsyncStream.makeStream(of: Command.self)
+        (outboxSignals, outboxSignal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     /// A handle on one object. Cheap; observing it is what costs.
@@ -102,6 +112,7 @@ public actor LiveClient {
     public func run() async {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.realtime.run() }
+            group.addTask { await self.runOutbox() }
             group.addTask {
                 for await event in self.realtimeEvents { await self.handle(event) }
             }
@@ -167,14 +178,18 @@ public actor LiveClient {
             commandSink.yield(.release(key))
         }
         if isNew {
-            let cached: Entity?
+            var cached: Entity?
+            var pending: [OutboxEntry] = []
             do {
                 cached = try await cache.entity(key)
+                pending = try await cache.outbox(of: key)
             } catch {
                 logger.error("cache read failed", metadata: ["key": "\(key)", "error": "\(error)"])
-                cached = nil
             }
-            observation.apply { $0.started(cached: cached, fetching: true) }
+            observation.apply { state in
+                for entry in pending { _ = state.localWrite(entry.id, entry.write) }
+                return state.started(cached: cached, fetching: true)
+            }
             commandSink.yield(.activate(key))
         }
         if observation.isUnobserved { commandSink.yield(.release(key)) }
@@ -247,7 +262,7 @@ public actor LiveClient {
         await realtime.release(.object(key))
     }
 
-    private func handle(_ event: RealtimeEvent) async {
+    func handle(_ event: RealtimeEvent) async {
         switch event {
         case .statusChanged(let status):
             guard status != connectionStatus else { return }
@@ -280,6 +295,12 @@ public actor LiveClient {
             if case .stream = topic { streamEvent(topic, .error(LiveError(subscriptionRefusal: code, message: message, topic: topic))) }
         case .entityChanged(let seq, let topic, let entity):
             if case .collection = topic { feedEvent(topic, .next(entity, seq: seq)) }
+            if writeInFlight == entity.key {
+                // Most likely the echo of the write being sent: held until the cloud's answer is applied, so
+                // observers see pending → confirmed whatever order the answer and the event arrive in.
+                heldDuringWrite.append(entity)
+                return
+            }
             do {
                 try await cache.store(entity)
             } catch {
@@ -311,73 +332,8 @@ public actor LiveClient {
         }
     }
 
-    // MARK: Writing
-
-    /// How a write changes an object.
-    public enum Write: Sendable {
-        /// Create or replace the data (a JSON object).
-        case replace(JSONValue)
-        /// Merge a JSON merge patch (RFC 7386): members replace, `null` members are removed.
-        case merge(JSONValue)
-        /// Delete the object; observers see `notExist`.
-        case delete
-    }
-
-    /// Writes `data` as the object's new content (creating it if needed) and returns the stored entity.
-    /// Observers of the object see the new version before this returns.
-    /// - Parameter ifVersion: succeed only if the stored version is exactly this (0: must not exist yet).
-    public func write(collection: String, id: String, data: JSONValue, ifVersion: Int64? = nil) async throws(LiveError)
-        -> Entity
-    {
-        try await write(collection: collection, id: id, .replace(data), ifVersion: ifVersion)
-    }
-
-    /// Performs `change` on the object through the cloud and returns the stored entity (for a deletion, its
-    /// tombstone: `deleted: true` with the next version). The cache and the object's observers have the
-    /// result before this returns.
-    /// - Parameter ifVersion: succeed only if the stored version is exactly this (0: must not exist yet).
-    public func write(collection: String, id: String, _ change: Write, ifVersion: Int64? = nil) async throws(LiveError)
-        -> Entity
-    {
-        let key = EntityKey(collection: collection, id: id)
-        guard EntityKey.isValidName(collection), EntityKey.isValidName(id) else {
-            throw LiveError(
-                code: .invalidArgument,
-                message: "collection and id must be 1-128 characters of A-Z a-z 0-9 _ - . (got \"\(collection)\", \"\(id)\")"
-            )
-        }
-        switch change {
-        case .replace(let data), .merge(let data):
-            guard data.isObject else { throw LiveError(code: .invalidArgument, message: "an object's data must be a JSON object") }
-        case .delete:
-            break
-        }
-        let token = try await session.accessToken()
-        let entity: Entity
-        do {
-            entity = try await send(change, key, ifVersion: ifVersion, token: token)
-        } catch  where error.code == .unauthenticated {
-            await session.tokenRejected(token)
-            entity = try await send(change, key, ifVersion: ifVersion, token: try await session.accessToken())
-        }
-        do {
-            try await cache.store(entity)
-        } catch {
-            logger.error("cache write failed", metadata: ["key": "\(key)", "error": "\(error)"])
-        }
-        observations[key]?.apply { $0.remoteChanged(entity) }
-        collectionsChanged(entity)
-        await cacheStored(1)
-        return entity
-    }
-
-    private func send(_ change: Write, _ key: EntityKey, ifVersion: Int64?, token: String) async throws(LiveError) -> Entity {
-        switch change {
-        case .replace(let data): try await cloud.put(key, PutObjectRequest(data: data, ifVersion: ifVersion), token: token)
-        case .merge(let patch): try await cloud.patch(key, PutObjectRequest(data: patch, ifVersion: ifVersion), token: token)
-        case .delete: try await cloud.delete(key, ifVersion: ifVersion, token: token)
-        }
-    }
+    /// How a write changes an object (see ``LiveWrite``).
+    public typealias Write = LiveWrite
 }
 
 /// A live object: observe it to receive its current state and every change.

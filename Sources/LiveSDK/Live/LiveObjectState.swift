@@ -1,6 +1,7 @@
 // Licensed under the Apache License, Version 2.0.
 
 import LiveCloudAPI
+import LiveJSON
 
 /// Where an observation's data comes from.
 public enum DataStatus: String, Sendable, Codable {
@@ -36,13 +37,53 @@ public struct LiveObjectChange: Sendable, Equatable {
     /// realtime link was down and the cloud could not replay what was missed). The full state follows in
     /// the next emission. Set on this one change only.
     public var resync: Bool
+    /// The snapshot includes writes made on this host that the cloud has not confirmed yet (Firestore's
+    /// `hasPendingWrites`). Its `version` is then the confirmed version those writes apply to; the
+    /// confirmation brings the cloud's version, a rejection the confirmed data back (with `error` set).
+    public var pendingWrites: Bool
 
-    public init(snapshot: Entity?, dataStatus: DataStatus, loadingStatus: LoadingStatus, error: LiveError? = nil, resync: Bool = false) {
+    public init(
+        snapshot: Entity?,
+        dataStatus: DataStatus,
+        loadingStatus: LoadingStatus,
+        error: LiveError? = nil,
+        resync: Bool = false,
+        pendingWrites: Bool = false
+    ) {
         self.snapshot = snapshot
         self.dataStatus = dataStatus
         self.loadingStatus = loadingStatus
         self.error = error
         self.resync = resync
+        self.pendingWrites = pendingWrites
+    }
+}
+
+/// How a write changes an object.
+public enum LiveWrite: Sendable, Equatable {
+    /// Create or replace the data (a JSON object).
+    case replace(JSONValue)
+    /// Merge a JSON merge patch (RFC 7386): members replace, `null` members are removed.
+    case merge(JSONValue)
+    /// Delete the object; observers see `notExist`.
+    case delete
+
+    /// What the object looks like after this write, applied locally to `base` (the confirmed state, or the
+    /// state after earlier pending writes): `nil` when it no longer exists. The version stays `base`'s.
+    func applied(to base: Entity?, key: EntityKey) -> Entity? {
+        switch self {
+        case .delete:
+            return nil
+        case .replace(let data):
+            var entity = base ?? Entity(collection: key.collection, id: key.id, version: 0, data: data, createdAt: "", updatedAt: "")
+            entity.data = data
+            entity.deleted = false
+            return entity
+        case .merge(let patch):
+            guard var entity = base else { return nil }  // the cloud will refuse it: nothing to merge into
+            entity.data = entity.data.merging(patch: patch)
+            return entity
+        }
     }
 }
 
@@ -56,21 +97,59 @@ public struct LiveObjectChange: Sendable, Equatable {
 ///
 /// A snapshot with a lower version than one already emitted is never emitted, and nothing is emitted when
 /// neither data nor statuses changed.
+///
+/// Writes made on this host show at once (``localWrite(_:_:)``): the emitted snapshot is the confirmed
+/// state with the pending writes applied in order, marked ``LiveObjectChange/pendingWrites``. Events above
+/// change the confirmed state; the pending writes stay applied over it until each is confirmed (its
+/// entity becomes the confirmed state) or rejected (it is dropped, and the error is emitted with the
+/// state without it).
 public struct LiveObjectState: Sendable {
+    /// What observers see: `confirmed` with the pending writes applied.
     public private(set) var current: LiveObjectChange
+    /// The state as the cloud confirmed it.
+    private var confirmed: LiveObjectChange
+    /// Writes of this host not yet confirmed, in the order they were made, by outbox id.
+    public private(set) var pending: [(id: Int64, write: LiveWrite)] = []
+    private var key: EntityKey?
     /// The highest version seen (a deleted object keeps its last version, so stale answers stay ignored).
     private var knownVersion: Int64 = 0
     private var eventSinceFetchStarted = false
     public private(set) var hasStarted = false
 
-    public init() {
+    public init(key: EntityKey? = nil) {
         current = LiveObjectChange(snapshot: nil, dataStatus: .notExist, loadingStatus: .notLoading)
+        confirmed = current
+        self.key = key
+    }
+
+    /// A write of this host, durably queued under `id`: observers see it at once, marked pending.
+    public mutating func localWrite(_ id: Int64, _ write: LiveWrite) -> LiveObjectChange? {
+        guard !pending.contains(where: { $0.id == id }) else { return nil }  // told twice (outbox read and enqueue)
+        pending.append((id, write))
+        return commit(confirmed)
+    }
+
+    /// The cloud accepted the write `id` and stored `entity`.
+    public mutating func writeConfirmed(_ id: Int64, _ entity: Entity) -> LiveObjectChange? {
+        pending.removeAll { $0.id == id }
+        if let change = remoteChanged(entity) { return change }
+        return commit(confirmed)  // an event already brought this version: only the pending mark goes
+    }
+
+    /// The cloud refused the write `id`: it is rolled back, and this one emission carries `error` (the
+    /// next change of the object clears it).
+    public mutating func writeRejected(_ id: Int64, _ error: LiveError) -> LiveObjectChange? {
+        pending.removeAll { $0.id == id }
+        guard var change = commit(confirmed, force: true) else { return nil }
+        change.error = error
+        current = change
+        return change
     }
 
     /// The observation starts with what the cache holds; `fetching` says whether a fetch follows.
     public mutating func started(cached: Entity?, fetching: Bool) -> LiveObjectChange? {
         hasStarted = true
-        var next = current
+        var next = confirmed
         if let cached, !cached.deleted {
             next.snapshot = cached
             next.dataStatus = .local
@@ -84,7 +163,7 @@ public struct LiveObjectState: Sendable {
     /// `loadingStatus: loading`, and a fetch follows.
     public mutating func resyncStarted() -> LiveObjectChange? {
         eventSinceFetchStarted = false
-        var next = current
+        var next = confirmed
         next.loadingStatus = .loading
         next.resync = true
         return commit(next, force: true)
@@ -93,14 +172,14 @@ public struct LiveObjectState: Sendable {
     /// A fetch starts (first one, or a refresh after the realtime connection came back).
     public mutating func fetchStarted() -> LiveObjectChange? {
         eventSinceFetchStarted = false
-        var next = current
+        var next = confirmed
         next.loadingStatus = .loading
         return commit(next)
     }
 
     /// The cloud answered the fetch: `entity` is `nil` when it has no such object.
     public mutating func fetchSucceeded(_ entity: Entity?) -> LiveObjectChange? {
-        var next = current
+        var next = confirmed
         next.loadingStatus = .loaded
         next.error = nil
         if let entity {
@@ -121,7 +200,7 @@ public struct LiveObjectState: Sendable {
 
     /// The fetch failed: the data that was there is kept.
     public mutating func fetchFailed(_ error: LiveError) -> LiveObjectChange? {
-        var next = current
+        var next = confirmed
         next.loadingStatus = .error
         next.error = error
         if next.snapshot == nil { next.dataStatus = .error }
@@ -133,7 +212,7 @@ public struct LiveObjectState: Sendable {
         eventSinceFetchStarted = true
         guard entity.version > knownVersion else { return nil }
         knownVersion = entity.version
-        var next = current
+        var next = confirmed
         next.snapshot = entity.deleted ? nil : entity
         next.dataStatus = entity.deleted ? .notExist : .fresh
         if next.loadingStatus != .loading { next.loadingStatus = .loaded }
@@ -141,12 +220,23 @@ public struct LiveObjectState: Sendable {
         return commit(next)
     }
 
+    /// Makes `next` the confirmed state and emits it with the pending writes applied, if that differs from
+    /// what was last emitted (or `force`).
     private mutating func commit(_ next: LiveObjectChange, force: Bool = false) -> LiveObjectChange? {
         var next = next
         if !force { next.resync = false }  // a notice is one emission; what follows is ordinary state
-        guard force || next != current else { return nil }
-        current = next
-        return next
+        confirmed = next
+        var visible = next
+        if !pending.isEmpty, let key = key ?? next.snapshot?.key {
+            var snapshot = next.snapshot
+            for (_, write) in pending { snapshot = write.applied(to: snapshot, key: key) }
+            visible.snapshot = snapshot
+            visible.dataStatus = snapshot == nil ? .notExist : (next.dataStatus == .fresh ? .fresh : .local)
+            visible.pendingWrites = true
+        }
+        guard force || visible != current else { return nil }
+        current = visible
+        return visible
     }
 }
 

@@ -16,15 +16,18 @@ final class SharedObjectObservation: Sendable {
     }
 
     private struct Inner {
-        var state = LiveObjectState()
+        var state: LiveObjectState
         var observers: [Int: Observer] = [:]
         var nextID = 0
     }
 
     let key: EntityKey
-    private let inner = Mutex(Inner())
+    private let inner: Mutex<Inner>
 
-    init(key: EntityKey) { self.key = key }
+    init(key: EntityKey) {
+        self.key = key
+        inner = Mutex(Inner(state: LiveObjectState(key: key)))
+    }
 
     /// Adds an observer. When the observation has already started, it receives the current state at once
     /// (if its filter admits it). Returns the observer's id.

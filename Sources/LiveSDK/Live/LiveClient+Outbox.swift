@@ -1,0 +1,190 @@
+// Licensed under the Apache License, Version 2.0.
+
+import LiveCloudAPI
+import LiveJSON
+import Logging
+
+/// Writes from this host: local first, then durably queued and sent in order.
+///
+/// A write is stored in the outbox (synced to disk) and shown to the object's observers at once, marked
+/// ``LiveObjectChange/pendingWrites``. One sender sends the outbox in order, one write at a time, for as
+/// long as the engine runs: through outages (retrying with backoff) and across restarts (what was queued
+/// is sent when the engine runs again). Each write ends **confirmed** (it leaves the outbox in the same
+/// transaction that stores the cloud's entity; observers get the cloud's version) or **rejected** (a
+/// version conflict, a permission, an invalid write: it leaves the outbox, observers get the state without
+/// it and the error). Delivery is at least once: a write the cloud stored just before the engine died,
+/// unconfirmed, is sent again at the next start (with `ifVersion`, that resend is a version conflict).
+extension LiveClient {
+    /// Queues `change` and returns at once with its outbox id; the object's observers see it, pending,
+    /// before this returns. ``write(collection:id:_:ifVersion:)`` also waits for the outcome.
+    /// - Throws: ``LiveError`` `invalidArgument` (bad names, data that is not an object), `cacheFailure`.
+    @discardableResult
+    public func enqueueWrite(collection: String, id: String, _ change: LiveWrite, ifVersion: Int64? = nil) async throws(LiveError)
+        -> Int64
+    {
+        let key = try Self.checkedWrite(collection: collection, id: id, change)
+        let outboxID = try await cache.enqueue(key, change, ifVersion: ifVersion)
+        observations[key]?.apply { $0.localWrite(outboxID, change) }
+        outboxSignal.yield()
+        return outboxID
+    }
+
+    /// Performs `change` through the outbox and returns the stored entity once the cloud confirmed it (for
+    /// a deletion, its tombstone). The cache and the object's observers have the result before this returns.
+    /// - Parameter ifVersion: succeed only if the stored version is exactly this (0: must not exist yet).
+    /// - Throws: ``LiveError``: the cloud's rejection (`versionConflict`, `notPermitted`, `notFound`,
+    ///   `invalidArgument`), or `cloudUnavailable` if the engine stops first (the write stays queued).
+    public func write(collection: String, id: String, _ change: LiveWrite, ifVersion: Int64? = nil) async throws(LiveError)
+        -> Entity
+    {
+        let outboxID = try await enqueueWrite(collection: collection, id: id, change, ifVersion: ifVersion)
+        do {
+            return try await withCheckedThrowingContinuation { continuation in
+                if let outcome = finishedWrites.removeValue(forKey: outboxID) {
+                    continuation.resume(with: outcome)
+                } else {
+                    writeWaiters[outboxID] = continuation
+                }
+            }
+        } catch let error as LiveError {
+            throw error
+        } catch {
+            throw LiveError(code: .cloudUnavailable, message: "\(error)")
+        }
+    }
+
+    /// Writes `data` as the object's new content (creating it if needed); see ``write(collection:id:_:ifVersion:)``.
+    public func write(collection: String, id: String, data: JSONValue, ifVersion: Int64? = nil) async throws(LiveError) -> Entity {
+        try await write(collection: collection, id: id, .replace(data), ifVersion: ifVersion)
+    }
+
+    /// How many writes wait in the outbox.
+    public func pendingWriteCount() async throws(LiveError) -> Int {
+        try await cache.outbox().count
+    }
+
+    /// Sends the outbox, in order, until the task is cancelled.
+    func runOutbox() async {
+        var last: Int64 = 0
+        var failures = 0
+        var signals = outboxSignals.makeAsyncIterator()
+        while !Task.isCancelled {
+            let entry: OutboxEntry?
+            do {
+                entry = try await cache.nextInOutbox(after: last)
+            } catch {
+                logger.error("reading the outbox failed", metadata: ["error": "\(error)"])
+                entry = nil
+            }
+            guard let entry else {
+                // Nothing to send: wait for a new write (or the end).
+                guard await signals.next() != nil else { break }
+                continue
+            }
+            writeInFlight = entry.key
+            do {
+                let entity = try await withSession { token throws(LiveError) in
+                    try await send(entry.write, entry.key, ifVersion: entry.ifVersion, token: token)
+                }
+                failures = 0
+                last = entry.id
+                do {
+                    try await cache.confirm(entry.id, entity)
+                } catch {
+                    // Kept from being sent again by `last`, in this run; logged, since a restart would resend it.
+                    logger.error("confirming a sent write in the cache failed", metadata: ["key": "\(entry.key)", "error": "\(error)"])
+                }
+                observations[entry.key]?.apply { $0.writeConfirmed(entry.id, entity) }
+                collectionsChanged(entity)
+                await releaseHeldChanges()
+                await cacheStored(1)
+                finish(entry.id, .success(entity))
+            } catch  where [.cloudUnavailable, .unauthenticated, .cacheFailure].contains(error.code) {
+                await releaseHeldChanges()
+                failures += 1
+                logger.warning(
+                    "the write could not be sent; it stays queued",
+                    metadata: ["key": "\(entry.key)", "error": "\(error)", "attempt": "\(failures)"]
+                )
+                do {
+                    try await Task.sleep(for: Backoff.delay(attempt: failures + 2, jitter: Double.random(in: 0..<1)))
+                } catch {
+                    break
+                }
+            } catch {
+                last = entry.id
+                logger.notice("the cloud rejected a write", metadata: ["key": "\(entry.key)", "error": "\(error)"])
+                do {
+                    try await cache.drop(entry.id)
+                } catch {
+                    logger.error("removing a rejected write from the outbox failed", metadata: ["error": "\(error)"])
+                }
+                observations[entry.key]?.apply { $0.writeRejected(entry.id, error) }
+                await releaseHeldChanges()
+                finish(entry.id, .failure(error))
+            }
+        }
+        // Whoever still waits learns that the write did not complete in this run.
+        let waiting = writeWaiters
+        writeWaiters.removeAll()
+        for continuation in waiting.values {
+            continuation.resume(
+                throwing: LiveError(code: .cloudUnavailable, message: "the engine stopped before the cloud confirmed the write; it stays queued")
+            )
+        }
+    }
+
+    /// The write's outcome is applied: the realtime changes held meanwhile go through now, in order (and
+    /// those arriving while they do are held and applied after them).
+    private func releaseHeldChanges() async {
+        while !heldDuringWrite.isEmpty {
+            await applyHeldChange(heldDuringWrite.removeFirst())
+        }
+        writeInFlight = nil
+    }
+
+    private func applyHeldChange(_ entity: Entity) async {
+        do {
+            try await cache.store(entity)
+        } catch {
+            logger.error("cache write failed", metadata: ["key": "\(entity.key)", "error": "\(error)"])
+        }
+        observations[entity.key]?.apply { $0.remoteChanged(entity) }
+        collectionsChanged(entity)
+        await cacheStored(1, fromRealtime: true)
+    }
+
+    private func finish(_ outboxID: Int64, _ outcome: Result<Entity, LiveError>) {
+        let result = outcome.mapError { $0 as any Error }
+        if let waiter = writeWaiters.removeValue(forKey: outboxID) {
+            waiter.resume(with: result)
+        } else if finishedWrites.count < 1024 {
+            // The writer has not started waiting yet (it is between enqueueing and waiting).
+            finishedWrites[outboxID] = result
+        }
+    }
+
+    private func send(_ change: LiveWrite, _ key: EntityKey, ifVersion: Int64?, token: String) async throws(LiveError) -> Entity {
+        switch change {
+        case .replace(let data): try await cloud.put(key, PutObjectRequest(data: data, ifVersion: ifVersion), token: token)
+        case .merge(let patch): try await cloud.patch(key, PutObjectRequest(data: patch, ifVersion: ifVersion), token: token)
+        case .delete: try await cloud.delete(key, ifVersion: ifVersion, token: token)
+        }
+    }
+
+    private static func checkedWrite(collection: String, id: String, _ change: LiveWrite) throws(LiveError) -> EntityKey {
+        guard EntityKey.isValidName(collection), EntityKey.isValidName(id) else {
+            throw LiveError(
+                code: .invalidArgument,
+                message: "collection and id must be 1-128 characters of A-Z a-z 0-9 _ - . (got \"\(collection)\", \"\(id)\")"
+            )
+        }
+        switch change {
+        case .replace(let data), .merge(let data):
+            guard data.isObject else { throw LiveError(code: .invalidArgument, message: "an object's data must be a JSON object") }
+        case .delete:
+            break
+        }
+        return EntityKey(collection: collection, id: id)
+    }
+}
