@@ -249,6 +249,21 @@ public final class LiveGateConnection: Sendable {
         return try await request(Method.objectDelete, params, as: ObjectDeleteResult.self).version
     }
 
+    /// Queues a write in the daemon's durable outbox and returns at once (`wait: false`): the daemon sends
+    /// it, in order, through outages and restarts, until the cloud confirms or rejects it. Observers of the
+    /// object see it at once with `pendingWrites: true`, then the cloud's version, or (rejected) the
+    /// confirmed data back with the error.
+    public func queueUpdate(collection: String, id: String, data: JSONValue, ifVersion: Int64? = nil, merge: Bool = false) async throws {
+        let params = ObjectWriteParams(collection: collection, id: id, data: data, ifVersion: ifVersion, merge: merge ? true : nil, wait: false)
+        _ = try await request(Method.objectUpdate, params, as: ObjectQueuedResult.self)
+    }
+
+    /// Queues a deletion (see ``queueUpdate(collection:id:data:ifVersion:merge:)``).
+    public func queueDelete(collection: String, id: String, ifVersion: Int64? = nil) async throws {
+        let params = ObjectDeleteParams(collection: collection, id: id, ifVersion: ifVersion, wait: false)
+        _ = try await request(Method.objectDelete, params, as: ObjectQueuedResult.self)
+    }
+
     /// Creates an object; fails with `versionConflict` when it exists.
     public func create(collection: String, id: String, data: JSONValue) async throws -> ObjectSnapshot {
         let params = ObjectWriteParams(collection: collection, id: id, data: data)

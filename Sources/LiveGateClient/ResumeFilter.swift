@@ -24,6 +24,10 @@ public struct ResumeFilter: Sendable {
         let deliver: Bool
         if change.resync == true {
             deliver = true
+        } else if change.pendingWrites == true || last.pendingWrites == true {
+            // A local write shows at once (with the version it applies to), and so does how it ends: the
+            // cloud's version, or the confirmed data back after a rejection.
+            deliver = version >= lastVersion || change.snapshot == nil
         } else if change.snapshot == nil {
             // Nothing cached yet after a restart is not news; a confirmed absence (a deletion) is.
             deliver = change.loadingStatus != .loading && last.snapshot != nil

@@ -160,13 +160,17 @@ public struct ObjectWriteParams: Codable, Sendable {
     public var ifVersion: Int64?
     /// `object.update` only: merge `data` into the stored data (RFC 7386) instead of replacing it.
     public var merge: Bool?
+    /// `false`: answer as soon as the write is durably queued (`{"queued": true}`), not once the cloud
+    /// confirmed it. Default `true`.
+    public var wait: Bool?
 
-    public init(collection: String, id: String, data: JSONValue, ifVersion: Int64? = nil, merge: Bool? = nil) {
+    public init(collection: String, id: String, data: JSONValue, ifVersion: Int64? = nil, merge: Bool? = nil, wait: Bool? = nil) {
         self.collection = collection
         self.id = id
         self.data = data
         self.ifVersion = ifVersion
         self.merge = merge
+        self.wait = wait
     }
 }
 
@@ -177,12 +181,22 @@ public struct ObjectDeleteParams: Codable, Sendable {
     public var id: String
     /// Succeed only if the stored version is exactly this.
     public var ifVersion: Int64?
+    /// As for `object.update`.
+    public var wait: Bool?
 
-    public init(collection: String, id: String, ifVersion: Int64? = nil) {
+    public init(collection: String, id: String, ifVersion: Int64? = nil, wait: Bool? = nil) {
         self.collection = collection
         self.id = id
         self.ifVersion = ifVersion
+        self.wait = wait
     }
+}
+
+/// A write's answer with `wait: false`: it is in the daemon's durable outbox and will be sent, in order,
+/// until the cloud confirms or rejects it (observers of the object see it at once, `pendingWrites: true`).
+public struct ObjectQueuedResult: Codable, Sendable, Equatable {
+    public var queued: Bool
+    public init(queued: Bool = true) { self.queued = queued }
 }
 
 public struct ObjectDeleteResult: Codable, Sendable {

@@ -54,22 +54,27 @@ public struct ObjectChangedBody: Codable, Sendable, Equatable {
     /// `true` on a resync notice: the daemon cannot prove it saw every change since the previous
     /// notification; the full state follows. Absent otherwise.
     public var resync: Bool?
+    /// `true` when the snapshot includes writes of this host the cloud has not confirmed yet; its version
+    /// is then the confirmed one they apply to (0 for an object not created yet). Absent otherwise.
+    public var pendingWrites: Bool?
 
     public init(
         snapshot: ObjectSnapshot?,
         dataStatus: DataStatus,
         loadingStatus: LoadingStatus,
         error: RPCError? = nil,
-        resync: Bool? = nil
+        resync: Bool? = nil,
+        pendingWrites: Bool? = nil
     ) {
         self.snapshot = snapshot
         self.dataStatus = dataStatus
         self.loadingStatus = loadingStatus
         self.error = error
         self.resync = resync
+        self.pendingWrites = pendingWrites
     }
 
-    private enum CodingKeys: String, CodingKey { case snapshot, dataStatus, loadingStatus, error, resync }
+    private enum CodingKeys: String, CodingKey { case snapshot, dataStatus, loadingStatus, error, resync, pendingWrites }
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
@@ -78,6 +83,7 @@ public struct ObjectChangedBody: Codable, Sendable, Equatable {
         try container.encode(loadingStatus, forKey: .loadingStatus)
         try container.encodeIfPresent(error, forKey: .error)
         if resync == true { try container.encode(true, forKey: .resync) }
+        if pendingWrites == true { try container.encode(true, forKey: .pendingWrites) }
     }
 }
 
@@ -89,6 +95,7 @@ public struct ObjectChangedParams: Decodable, Sendable, Equatable {
     public var loadingStatus: LoadingStatus
     public var error: RPCError?
     public var resync: Bool?
+    public var pendingWrites: Bool?
 
     public init(
         token: Int64,
@@ -96,7 +103,8 @@ public struct ObjectChangedParams: Decodable, Sendable, Equatable {
         dataStatus: DataStatus,
         loadingStatus: LoadingStatus,
         error: RPCError? = nil,
-        resync: Bool? = nil
+        resync: Bool? = nil,
+        pendingWrites: Bool? = nil
     ) {
         self.token = token
         self.snapshot = snapshot
@@ -104,6 +112,7 @@ public struct ObjectChangedParams: Decodable, Sendable, Equatable {
         self.loadingStatus = loadingStatus
         self.error = error
         self.resync = resync
+        self.pendingWrites = pendingWrites
     }
 }
 

@@ -143,7 +143,8 @@ extension ObjectChangedBody {
             dataStatus: LiveGateProtocol.DataStatus(rawValue: change.dataStatus.rawValue) ?? .error,
             loadingStatus: LiveGateProtocol.LoadingStatus(rawValue: change.loadingStatus.rawValue) ?? .error,
             error: change.error.map(RPCError.init),
-            resync: change.resync ? true : nil
+            resync: change.resync ? true : nil,
+            pendingWrites: change.pendingWrites ? true : nil
         )
     }
 }

@@ -378,18 +378,25 @@ struct RequestHandler {
         if create && request.merge == true {
             throw RPCError(code: .invalidParams, message: "params.merge applies to object.update only")
         }
-        let entity = try await context.engine.write(
-            collection: key.collection,
-            id: key.id,
-            request.merge == true ? .merge(request.data) : .replace(request.data),
-            ifVersion: create ? 0 : request.ifVersion
-        )
+        let change: LiveWrite = request.merge == true ? .merge(request.data) : .replace(request.data)
+        let ifVersion = create ? 0 : request.ifVersion
+        if request.wait == false {
+            try await context.engine.enqueueWrite(collection: key.collection, id: key.id, change, ifVersion: ifVersion)
+            connection.respond(result: ObjectQueuedResult(), id: id)
+            return
+        }
+        let entity = try await context.engine.write(collection: key.collection, id: key.id, change, ifVersion: ifVersion)
         connection.respond(result: ObjectWriteResult(snapshot: ObjectSnapshot(entity)), id: id)
     }
 
     private func delete(_ id: RequestID, _ params: JSONValue?) async throws {
         let request = try Self.decode(ObjectDeleteParams.self, params, method: Method.objectDelete)
         let key = try Self.key(request.collection, request.id)
+        if request.wait == false {
+            try await context.engine.enqueueWrite(collection: key.collection, id: key.id, .delete, ifVersion: request.ifVersion)
+            connection.respond(result: ObjectQueuedResult(), id: id)
+            return
+        }
         let tombstone = try await context.engine.write(collection: key.collection, id: key.id, .delete, ifVersion: request.ifVersion)
         connection.respond(result: ObjectDeleteResult(deleted: true, version: tombstone.version), id: id)
     }

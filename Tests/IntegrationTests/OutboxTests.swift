@@ -1,0 +1,81 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Foundation
+import LiveCloudAPI
+import LiveGateClient
+import LiveGateProtocol
+import LiveJSON
+import Testing
+
+/// The durable write outbox, through the daemon: writes show at once marked pending, are sent in order
+/// through outages and across a daemon restart, and end confirmed or rolled back with the error.
+@Suite(.serialized) struct OutboxTests {
+    func changes(_ queue: Queue<ObjectChangedParams>, until what: String, _ predicate: @escaping @Sendable (ObjectChangedParams) -> Bool)
+        async throws -> [ObjectChangedParams]
+    {
+        try await withTimeout(.seconds(30), "waiting for \(what)") {
+            var seen: [ObjectChangedParams] = []
+            while let change = try await queue.next() {
+                seen.append(change)
+                if predicate(change) { return seen }
+            }
+            throw ClusterError("the observation ended while waiting for \(what)")
+        }
+    }
+
+    @Test func aQueuedWriteShowsPendingAtOnceThenConfirmedAndARejectedOneIsRolledBack() async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        try await cluster.put("notes", "o1", ["a": 1])
+        try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "outbox") { daemon in
+            let queue = Queue(try await daemon.observeObject(collection: "notes", id: "o1").changes)
+            _ = try await changes(queue, until: "fresh v1") { $0.dataStatus == .fresh && $0.snapshot?.version == 1 }
+
+            try await daemon.queueUpdate(collection: "notes", id: "o1", data: ["b": 2], merge: true)
+            // The realtime event of the write may come before the cloud's answer to it: the pending mark
+            // goes with whichever is last.
+            let seen = try await changes(queue, until: "the confirmation") { $0.snapshot?.version == 2 && $0.pendingWrites == nil }
+            let pending = try #require(seen.first)
+            #expect(pending.pendingWrites == true && pending.snapshot?.version == 1, "\(seen)")
+            #expect(pending.snapshot?.data == ["a": 1, "b": 2], "the write shows before the cloud has it")
+            #expect(seen.last?.pendingWrites == nil && seen.last?.snapshot?.data == ["a": 1, "b": 2])
+
+            // A stale ifVersion: shown pending, then rolled back with the conflict.
+            try await daemon.queueUpdate(collection: "notes", id: "o1", data: ["a": 99], ifVersion: 1)
+            let rejected = try await changes(queue, until: "the rollback") { $0.error != nil }
+            #expect(rejected.first?.pendingWrites == true && rejected.first?.snapshot?.data == ["a": 99], "\(rejected)")
+            #expect(rejected.last?.error?.code == .versionConflict, "\(rejected)")
+            #expect(rejected.last?.snapshot?.data == ["a": 1, "b": 2] && rejected.last?.pendingWrites == nil)
+        }
+        #expect(try await cluster.get("notes", "o1").version == 2, "the rejected write never reached the cloud")
+    }
+
+    @Test func queuedWritesSurviveAnOutageAndADaemonRestartAndArriveInOrder() async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        // The cloud refuses every REST call: the writes cannot leave the daemon.
+        try await cluster.fault(#"{"failRequests":100000}"#)
+        try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "outbox") { daemon in
+            let queue = Queue(try await daemon.observeObject(collection: "notes", id: "o2").changes)
+            try await daemon.queueUpdate(collection: "notes", id: "o2", data: ["a": 1])
+            try await daemon.queueUpdate(collection: "notes", id: "o2", data: ["b": 2], merge: true)
+            try await daemon.queueUpdate(collection: "notes", id: "o2", data: ["a": 3], merge: true)
+            let seen = try await changes(queue, until: "all three shown") { $0.snapshot?.data == ["a": 3, "b": 2] }
+            #expect(seen.last?.pendingWrites == true && seen.last?.snapshot?.version == 0, "pending, not created yet: \(seen)")
+        }
+        // The daemon stops with the writes unsent, and starts again once the cloud serves.
+        #expect(cluster.stopDaemon() == 0)
+        try await cluster.fault(#"{"failRequests":0}"#)
+        try await cluster.startDaemon()
+        try await eventually("the three writes in the cloud") { (try? await cluster.get("notes", "o2"))?.version == 3 }
+        let stored = try await cluster.get("notes", "o2")
+        #expect(stored.data == ["a": 3, "b": 2], "replace, then the two merges, in order")
+        try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "outbox") { daemon in
+            let queue = Queue(try await daemon.observeObject(collection: "notes", id: "o2").changes)
+            let seen = try await changes(queue, until: "the confirmed state") { $0.snapshot?.version == 3 && $0.pendingWrites == nil }
+            #expect(seen.last?.snapshot?.data == ["a": 3, "b": 2])
+        }
+    }
+}
