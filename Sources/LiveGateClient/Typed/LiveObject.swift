@@ -1,0 +1,140 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Foundation
+import LiveGateProtocol
+import LiveJSON
+
+/// One state of a typed live object: the decoded model and the statuses, together, frozen.
+public struct LiveSnapshot<Model: Sendable>: Sendable {
+    /// The object decoded as `Model`; `nil` when it does not exist, could not be loaded, or did not decode
+    /// (then `error` says why).
+    public let model: Model?
+    /// The object as the daemon sent it (its version, `updatedAt`, the raw data).
+    public let snapshot: ObjectSnapshot?
+    public let dataStatus: DataStatus
+    public let loadingStatus: LoadingStatus
+    /// The daemon's error (a failed load, a rejected write), or a decoding failure (`code` nil).
+    public let error: LiveGateError?
+    /// A resync notice: the full state follows in the next snapshot.
+    public let resync: Bool
+    /// The snapshot includes writes of this host the cloud has not confirmed yet.
+    public let pendingWrites: Bool
+
+    public var version: Int64? { snapshot?.version }
+
+    init(_ change: ObjectChangedParams, as type: Model.Type) where Model: Decodable {
+        snapshot = change.snapshot
+        dataStatus = change.dataStatus
+        loadingStatus = change.loadingStatus
+        resync = change.resync == true
+        pendingWrites = change.pendingWrites == true
+        var failure = change.error.map(LiveGateError.init)
+        var model: Model?
+        if let data = change.snapshot?.data {
+            do {
+                model = try data.decode(as: Model.self)
+            } catch {
+                failure = LiveGateError(code: nil, message: "the object's data does not decode as \(Model.self): \(error)")
+            }
+        }
+        self.model = model
+        self.error = failure
+    }
+}
+
+/// A live object of the daemon, typed (the reference SDKs' `LiveObject`).
+///
+/// ```swift
+/// struct Note: Codable, Sendable { var text: String }
+/// let note = daemon.object(collection: "notes", id: "n1", as: Note.self)
+/// let token = try await note.observeOnMainActor { snapshot in label.text = snapshot.model?.text }
+/// ```
+public struct LiveObject<Model: Decodable & Sendable>: Sendable {
+    public let connection: LiveGateConnection
+    public let collection: String
+    public let id: String
+
+    /// Every state of the object, in order, until the sequence is no longer iterated or the connection
+    /// closes. Ending the iteration does not end the daemon's token: use ``observe(on:policy:fields:_:)``
+    /// for an observation that ends with its token.
+    public func snapshots(policy: ObservePolicy? = nil, fields: [String]? = nil) async throws -> AsyncThrowingMapSequence<
+        AsyncThrowingStream<ObjectChangedParams, any Error>, LiveSnapshot<Model>
+    > {
+        let observation = try await connection.observeObject(collection: collection, id: id, policy: policy, fields: fields)
+        return observation.changes.map { LiveSnapshot($0, as: Model.self) }
+    }
+
+    /// Calls `handler` with every state of the object, one after another on a task of the library's, until
+    /// the returned token is invalidated or released. (``observeOnMainActor(policy:fields:_:)`` calls it on
+    /// the main actor instead.)
+    /// - Parameter fields: only changes of these top-level fields (the filter is this observation's own).
+    public func observe(
+        policy: ObservePolicy? = nil,
+        fields: [String]? = nil,
+        _ handler: @escaping @Sendable (LiveSnapshot<Model>) -> Void
+    ) async throws -> NotificationToken {
+        try await start(once: false, policy: policy, fields: fields) { snapshot in handler(snapshot) }
+    }
+
+    /// As ``observe(policy:fields:_:)``, calling `handler` on the main actor, one state after another (for
+    /// UI code).
+    public func observeOnMainActor(
+        policy: ObservePolicy? = nil,
+        fields: [String]? = nil,
+        _ handler: @escaping @MainActor @Sendable (LiveSnapshot<Model>) -> Void
+    ) async throws -> NotificationToken {
+        try await start(once: false, policy: policy, fields: fields) { snapshot in await handler(snapshot) }
+    }
+
+    /// Calls `handler` exactly once (the cached version when there is one, else the cloud's answer).
+    public func observeOnce(policy: ObservePolicy? = nil, _ handler: @escaping @Sendable (LiveSnapshot<Model>) -> Void) async throws
+        -> NotificationToken
+    {
+        try await start(once: true, policy: policy, fields: nil) { snapshot in handler(snapshot) }
+    }
+
+    private func start(
+        once: Bool,
+        policy: ObservePolicy?,
+        fields: [String]?,
+        _ deliver: @escaping @Sendable (LiveSnapshot<Model>) async -> Void
+    ) async throws -> NotificationToken {
+        let observation = try await connection.observeObject(collection: collection, id: id, policy: policy, once: once, fields: fields)
+        let task = connection.deliveryTask(observation.changes) { change in
+            await deliver(LiveSnapshot(change, as: Model.self))
+            return !once
+        }
+        let connection = self.connection
+        return NotificationToken(token: observation.token, delivery: task) {
+            if !once { connection.releaseInBackground(observation.token) }
+        }
+    }
+}
+
+extension LiveObject where Model: Encodable {
+    /// Writes `model` as the object's data and waits for the cloud's confirmation; observers see it at once,
+    /// marked pending. Returns the stored version.
+    @discardableResult
+    public func write(_ model: Model, ifVersion: Int64? = nil) async throws -> Int64 {
+        try await connection.update(collection: collection, id: id, data: try JSONValue(encoding: model), ifVersion: ifVersion).version
+    }
+}
+
+extension LiveGateConnection {
+    /// A typed handle on an object: cheap; observing it is what costs.
+    public func object<Model: Decodable & Sendable>(collection: String, id: String, as type: Model.Type = Model.self) -> LiveObject<Model> {
+        LiveObject(connection: self, collection: collection, id: id)
+    }
+}
+
+extension JSONValue {
+    /// This value decoded as `T`.
+    func decode<T: Decodable>(as type: T.Type) throws -> T {
+        try JSONDecoder().decode(T.self, from: JSONEncoder().encode(self))
+    }
+
+    /// `value` encoded to JSON.
+    init(encoding value: some Encodable) throws {
+        self = try JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(value))
+    }
+}
