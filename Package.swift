@@ -149,7 +149,7 @@ let package = Package(
         .executableTarget(
             name: "livegate-bench",
             dependencies: [
-                "LiveCloudAPI", "LiveChangeSet",
+                "LiveCloudAPI", "LiveChangeSet", "LiveSDK", "LiveJSON",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -32,6 +32,8 @@ struct Bench: AsyncParsableCommand {
     @Flag(help: "Skip the memory run.") var skipMemory = false
     @Flag(help: "Skip the end-to-end row through livegate-cloud.") var skipEndToEnd = false
     @Flag(help: "Only the change-set computation figure (no processes started).") var changeSetsOnly = false
+    @Flag(help: "Only the engine (LiveSDK in-process) and cloud write figures.") var engineOnly = false
+    @Flag(help: "Skip the engine and cloud write figures.") var skipEngine = false
 
     func run() async throws {
         measureChangeSets()
@@ -40,6 +42,10 @@ struct Bench: AsyncParsableCommand {
         guard let made = mkdtemp(&template) else { throw BenchError("mkdtemp failed") }
         let directory = String(cString: made)
         let bin = binDirectory ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path
+        if engineOnly || !skipEngine {
+            try await measureEngineAndCloud(directory: directory + "/engine", bin: bin)
+            if engineOnly { return }
+        }
         let counts = subscribers.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
         say("livegate-bench: payload ~\(payloadBytes) B, burst \(burst) updates, \(rate) updates/s for \(seconds) s; work in \(directory)")
 

@@ -73,6 +73,7 @@ extension LiveClient {
             do {
                 entry = try await cache.nextInOutbox(after: last)
             } catch {
+                if Task.isCancelled { break }  // the engine stops
                 logger.error("reading the outbox failed", metadata: ["error": "\(error)"])
                 entry = nil
             }

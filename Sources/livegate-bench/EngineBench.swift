@@ -1,0 +1,165 @@
+// Licensed under the Apache License, Version 2.0.
+
+import AsyncHTTPClient
+import Foundation
+import LiveCloudAPI
+import LiveJSON
+import LiveSDK
+import Logging
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+/// The engine in-process (LiveSDK against a real livegate-cloud on SQLite), and the cloud's own writes.
+extension Bench {
+    func measureEngineAndCloud(directory: String, bin: String) async throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try "bench:bench-password\n".write(toFile: directory + "/users", atomically: true, encoding: .utf8)
+        let output = Pipe()
+        let cloud = try Child(
+            "livegate-cloud",
+            bin + "/livegate-cloud",
+            ["--port", "0", "--database", directory + "/cloud.sqlite", "--users-file", directory + "/users", "--bcrypt-cost", "4"],
+            log: directory + "/cloud.log",
+            stdout: output
+        )
+        defer { cloud.stop() }
+        let line = try await awaitLine(output, containing: "listening on")
+        guard let cloudPort = line.split(separator: ":").last.flatMap({ Int($0) }) else { throw BenchError("no port in \(line)") }
+        let base = "http://127.0.0.1:\(cloudPort)"
+        let login = try await httpJSON(.POST, base + CloudPath.login, #"{"username":"bench","password":"bench-password"}"#, token: nil)
+        let access = try JSONDecoder().decode(LoginResponse.self, from: login).accessToken
+
+        // The cloud's writes: one client after the other, then 8 at once.
+        var latencies: [Double] = []
+        let padding = String(repeating: "x", count: max(0, payloadBytes - 20))
+        for n in 0..<1000 {
+            let start = DispatchTime.now().uptimeNanoseconds
+            _ = try await httpJSON(
+                .PUT,
+                base + CloudPath.object(EntityKey(collection: "w", id: "o\(n % 50)")),
+                #"{"data":{"pad":"\#(padding)"}}"#,
+                token: access
+            )
+            latencies.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+        }
+        latencies.sort()
+        say(
+            "cloud (SQLite) writes, one client: p50 \(format(latencies[latencies.count / 2])) ms, p99 \(format(latencies[latencies.count * 99 / 100])) ms, "
+                + "\(Int(1000 / (latencies.reduce(0, +) / 1000))) writes/s"
+        )
+        let concurrent = 8
+        let perClient = 250
+        let started = DispatchTime.now().uptimeNanoseconds
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for c in 0..<concurrent {
+                group.addTask {
+                    for n in 0..<perClient {
+                        _ = try await httpJSON(
+                            .PUT,
+                            base + CloudPath.object(EntityKey(collection: "w", id: "c\(c)-\(n % 20)")),
+                            #"{"data":{"pad":"\#(padding)"}}"#,
+                            token: access
+                        )
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+        say("cloud (SQLite) writes, \(concurrent) clients at once: \(Int(Double(concurrent * perClient) / seconds)) writes/s")
+
+        try await measureEngine(base: base, directory: directory, token: access)
+    }
+
+    private func measureEngine(base: String, directory: String, token: String) async throws {
+        var logger = Logger(label: "bench-engine")
+        logger.logLevel = .error
+        let objects = 200
+        for n in 0..<objects {
+            _ = try await httpJSON(
+                .PUT,
+                base + CloudPath.object(EntityKey(collection: "cached", id: "c\(n)")),
+                #"{"data":{"n":\#(n)}}"#,
+                token: token
+            )
+        }
+        let configuration = LiveSDKConfiguration(
+            cloudURL: base,
+            credentials: Credentials(username: "bench", password: "bench-password"),
+            stateDirectory: directory + "/engine"
+        )
+        // Fill the cache: a running engine observes every object once.
+        do {
+            let engine = try LiveClient(configuration: configuration, logger: logger)
+            let running = Task { await engine.run() }
+            let fresh = Counter()
+            var tokens: [NotificationToken] = []
+            for n in 0..<objects {
+                tokens.append(await engine.object(collection: "cached", id: "c\(n)").observe { if $0.dataStatus == .fresh { fresh.add() } })
+            }
+            try await waitUntil("\(objects) objects fetched") { fresh.value >= objects }
+
+            // Writes through the outbox: from the call to the cloud's confirmation.
+            var writes: [Double] = []
+            for n in 0..<300 {
+                let start = DispatchTime.now().uptimeNanoseconds
+                _ = try await engine.write(collection: "cached", id: "c\(n % objects)", .merge(["w": .number(Double(n))]))
+                writes.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+            }
+            writes.sort()
+            say(
+                "engine writes through the durable outbox (queued, sent, confirmed): p50 \(format(writes[writes.count / 2])) ms, "
+                    + "p99 \(format(writes[writes.count * 99 / 100])) ms"
+            )
+            tokens.removeAll()
+            running.cancel()
+            await running.value
+            await engine.close()
+        }
+        // A new engine on the same cache, not connected: the time from observe() to the first (local) snapshot.
+        let engine = try LiveClient(configuration: configuration, logger: logger)
+        var firstSnapshot: [Double] = []
+        var keep: [NotificationToken] = []
+        for n in 0..<objects {
+            let delivered = Counter()
+            let start = DispatchTime.now().uptimeNanoseconds
+            keep.append(await engine.object(collection: "cached", id: "c\(n)").observe { if $0.dataStatus == .local { delivered.add() } })
+            try await waitUntil("the cached snapshot") { delivered.value > 0 }
+            firstSnapshot.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+        }
+        firstSnapshot.sort()
+        say(
+            "engine: time to first snapshot of a cached object: p50 \(format(firstSnapshot[objects / 2])) ms, "
+                + "p99 \(format(firstSnapshot[objects * 99 / 100])) ms (\(objects) objects)"
+        )
+
+        // Memory per observation token: many observers of one object in one engine.
+        let count = 100_000
+        let before = residentKiB()
+        for _ in 0..<count { keep.append(await engine.object(collection: "cached", id: "c0").observe { _ in }) }
+        let after = residentKiB()
+        say(
+            "engine: \(count) observation tokens of one object: \((after - before) * 1024 / count) bytes per token (RSS \(before / 1024) → \(after / 1024) MiB)"
+        )
+        keep.removeAll()
+        await engine.close()
+    }
+
+    private func format(_ milliseconds: Double) -> String { String(format: "%.2f", milliseconds) }
+
+    private func residentKiB() -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0
+        }
+        return 0
+    }
+}
+
+/// A thread-safe counter a handler increments.
+final class Counter: Sendable {
+    private let count = Atomic<Int>(0)
+    func add() { count.add(1, ordering: .relaxed) }
+    var value: Int { count.load(ordering: .relaxed) }
+}
