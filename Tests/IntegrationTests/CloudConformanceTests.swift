@@ -1,0 +1,174 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Foundation
+import LiveCloudAPI
+import LiveJSON
+import NIOHTTP1
+import Synchronization
+import Testing
+
+/// The real livegate-cloud against its spec (`Protocol/cloud/openapi.json`, `realtime.schema.json`): every
+/// operation is exercised, in success and failure, and every answer is checked by `scripts/check-cloud-api`.
+@Suite(.serialized) struct CloudConformanceTests {
+    /// The exchanges made, one JSON line each, for the checker.
+    final class Record: Sendable {
+        private let lines = Mutex<[String]>([])
+
+        func add(_ object: [String: Any]) {
+            let data = try! JSONSerialization.data(withJSONObject: object, options: [.fragmentsAllowed])
+            lines.withLock { $0.append(String(decoding: data, as: UTF8.self)) }
+        }
+
+        var text: String { lines.withLock { $0.joined(separator: "\n") + "\n" } }
+    }
+
+    /// Calls the cloud and records the exchange under the spec's path template.
+    @discardableResult
+    func call(
+        _ record: Record,
+        _ cluster: TestCluster,
+        _ method: HTTPMethod,
+        _ template: String,
+        _ path: String,
+        json: String? = nil,
+        token: String? = nil
+    ) async throws -> (status: Int, body: String) {
+        let response = try await cluster.call(method, path, json: json, token: token)
+        let body: Any =
+            response.body.isEmpty
+            ? NSNull() : (try? JSONSerialization.jsonObject(with: Data(response.body.utf8), options: [.fragmentsAllowed])) ?? response.body
+        record.add(["kind": "http", "method": method.rawValue, "path": template, "status": response.status, "body": body])
+        return response
+    }
+
+    @Test func everyOperationAnswersAsTheSpecSays() async throws {
+        let cluster = try await TestCluster.start(
+            startDaemon: false,
+            cloudArguments: ["--bcrypt-cost", "4", "--admin", "root", "--stream", "songs", "--stream-message-limit", "64"],
+            otherUsers: ["bob", "root"]
+        )
+        defer { cluster.stop() }
+        let record = Record()
+        let r = record
+        func json<T: Decodable>(_ type: T.Type, _ body: String) throws -> T { try JSONDecoder().decode(T.self, from: Data(body.utf8)) }
+
+        // Auth.
+        let login = CloudPath.login
+        let signedIn = try await call(r, cluster, .POST, login, login, json: #"{"username":"alice","password":"\#(TestCluster.password)"}"#)
+        #expect(signedIn.status == 200)
+        let session = try json(LoginResponse.self, signedIn.body)
+        let alice = session.accessToken
+        #expect(try await call(r, cluster, .POST, login, login, json: #"{"username":"alice","password":"wrong"}"#).status == 401)
+        #expect(try await call(r, cluster, .POST, login, login, json: "{not json").status == 400)
+        let refresh = CloudPath.refresh
+        #expect(try await call(r, cluster, .POST, refresh, refresh, json: #"{"refreshToken":"\#(session.refreshToken)"}"#).status == 200)
+        #expect(try await call(r, cluster, .POST, refresh, refresh, json: #"{"refreshToken":"\#(session.refreshToken)"}"#).status == 401)
+        let bob = try await cluster.login(as: "bob")
+        let root = try await cluster.login(as: "root")
+
+        // Objects.
+        let object = "/v1/collections/{collection}/objects/{id}"
+        let n1 = CloudPath.object(EntityKey(collection: "notes", id: "n1"))
+        #expect(try await call(r, cluster, .PUT, object, n1, json: #"{"data":{"text":"a","rank":1}}"#, token: alice).status == 201)
+        #expect(try await call(r, cluster, .PUT, object, n1, json: #"{"data":{"text":"b","rank":1}}"#, token: alice).status == 200)
+        #expect(try await call(r, cluster, .PUT, object, n1, json: #"{"data":{"text":"c"},"ifVersion":1}"#, token: alice).status == 409)
+        #expect(try await call(r, cluster, .PUT, object, n1, json: #"{"data":[1]}"#, token: alice).status == 400)
+        #expect(try await call(r, cluster, .PUT, object, n1, json: #"{"data":{}}"#).status == 401)
+        #expect(try await call(r, cluster, .PATCH, object, n1, json: #"{"data":{"tag":"x"}}"#, token: alice).status == 200)
+        let missing = CloudPath.object(EntityKey(collection: "notes", id: "none"))
+        #expect(try await call(r, cluster, .PATCH, object, missing, json: #"{"data":{"tag":"x"}}"#, token: alice).status == 404)
+        #expect(try await call(r, cluster, .GET, object, n1, token: alice).status == 200)
+        #expect(try await call(r, cluster, .GET, object, missing, token: alice).status == 404)
+        let n2 = CloudPath.object(EntityKey(collection: "notes", id: "n2"))
+        #expect(try await call(r, cluster, .PUT, object, n2, json: #"{"data":{"rank":2}}"#, token: alice).status == 201)
+        let objects = "/v1/collections/{collection}/objects"
+        let page = try await call(r, cluster, .GET, objects, CloudPath.objects("notes") + "?sort=rank&limit=1", token: alice)
+        #expect(page.status == 200)
+        let cursor = try #require(try json(QueryPage.self, page.body).nextCursor)
+        #expect(
+            try await call(r, cluster, .GET, objects, CloudPath.objects("notes") + "?sort=rank&limit=1&after=\(cursor)", token: alice).status == 200
+        )
+        #expect(try await call(r, cluster, .GET, objects, CloudPath.objects("notes") + "?where=nonsense", token: alice).status == 400)
+        #expect(try await call(r, cluster, .DELETE, object, n2, token: alice).status == 200)
+        #expect(try await call(r, cluster, .DELETE, object, n2, token: alice).status == 404)
+
+        // Streams.
+        let streams = CloudPath.streams
+        #expect(try await call(r, cluster, .GET, streams, streams, token: alice).status == 200)
+        let stream = "/v1/streams/{stream}"
+        #expect(try await call(r, cluster, .PUT, stream, CloudPath.stream("news"), token: root).status == 201)
+        #expect(try await call(r, cluster, .PUT, stream, CloudPath.stream("news"), token: root).status == 200)
+        #expect(try await call(r, cluster, .PUT, stream, CloudPath.stream("jazz"), token: alice).status == 403)
+        let acl = "/v1/streams/{stream}/users/{user}/acl"
+        let aliceACL = CloudPath.streamACL("songs", user: "alice")
+        #expect(try await call(r, cluster, .GET, acl, aliceACL, token: alice).status == 200)
+        #expect(try await call(r, cluster, .PUT, acl, aliceACL, json: #"{"publishers":["bob"],"subscribers":["alice"]}"#, token: alice).status == 200)
+        #expect(try await call(r, cluster, .GET, acl, aliceACL, token: bob).status == 403)
+        #expect(
+            try await call(
+                r,
+                cluster,
+                .PUT,
+                acl,
+                CloudPath.streamACL("nope", user: "alice"),
+                json: #"{"publishers":[],"subscribers":[]}"#,
+                token: alice
+            ).status == 404
+        )
+        let messages = "/v1/streams/{stream}/users/{user}/messages"
+        let toAlice = CloudPath.streamMessages("songs", user: "alice")
+
+        // Realtime, with a message and a write arriving on it.
+        let realtime = RealtimeResumeTests()
+        try await realtime.withRealtime(cluster, token: alice) { send, next in
+            record.add(["kind": "http", "method": "GET", "path": CloudPath.realtime, "status": 101, "body": NSNull()])
+            func exchange(_ message: RealtimeClientMessage) async throws {
+                let data = try JSONEncoder().encode(message)
+                record.add(["kind": "realtime-client", "message": try JSONSerialization.jsonObject(with: data)])
+                try await send(message)
+            }
+            func receive() async throws -> RealtimeServerMessage {
+                let message = try await next()
+                let data = try JSONEncoder().encode(message)
+                record.add(["kind": "realtime-server", "message": try JSONSerialization.jsonObject(with: data)])
+                return message
+            }
+            try await exchange(RealtimeClientMessage(op: .subscribe, ref: 1, topic: .stream("songs", user: "alice")))
+            #expect(try await receive().op == .ack)
+            func receive(until predicate: (RealtimeServerMessage) -> Bool) async throws -> [RealtimeServerMessage] {
+                var seen: [RealtimeServerMessage] = []
+                repeat { seen.append(try await receive()) } while !predicate(seen.last!) && seen.count < 50
+                return seen
+            }
+            // Resuming from the start of the log: the ack, then every write so far, as entity events.
+            try await exchange(RealtimeClientMessage(op: .subscribe, ref: 2, topic: .collection("notes"), since: 0))
+            try await exchange(RealtimeClientMessage(op: .subscribe, ref: 3, topic: .stream("songs", user: "bob")))
+            let replayed = try await receive { $0.ref == 3 }
+            #expect(replayed.contains { $0.entity != nil }, "\(replayed)")
+            #expect(replayed.last?.op == .error, "alice is not among bob's subscribers")
+            #expect(try await call(r, cluster, .POST, messages, toAlice, json: #"{"message":{"title":"Blackbird"}}"#, token: bob).status == 201)
+            #expect(try await receive { $0.streamMessage != nil }.last?.streamMessage?.from == "bob")
+            try await exchange(RealtimeClientMessage(op: .unsubscribe, ref: 4, topic: .collection("notes")))
+        }
+        #expect(try await call(r, cluster, .POST, messages, toAlice, json: #"{"message":"hi"}"#, token: alice).status == 403)
+        #expect(
+            try await call(r, cluster, .POST, messages, CloudPath.streamMessages("nope", user: "alice"), json: #"{"message":1}"#, token: bob).status
+                == 404
+        )
+        #expect(
+            try await call(r, cluster, .POST, messages, toAlice, json: #"{"message":"\#(String(repeating: "x", count: 100))"}"#, token: bob).status
+                == 413
+        )
+
+        // Operations.
+        #expect(try await call(r, cluster, .GET, CloudPath.stats, CloudPath.stats).status == 200)
+        #expect(try await call(r, cluster, .POST, "/v1/admin/faults", "/v1/admin/faults", json: #"{"failRequests":0}"#).status == 204)
+        #expect(try await call(r, cluster, .POST, CloudPath.logout, CloudPath.logout, token: alice).status == 204)
+        #expect(try await call(r, cluster, .POST, CloudPath.logout, CloudPath.logout, token: alice).status == 401)
+
+        let file = cluster.directory + "/exchanges.jsonl"
+        try record.text.write(toFile: file, atomically: true, encoding: .utf8)
+        let check = try runToCompletion("/usr/bin/python3", [packageRoot + "/scripts/check-cloud-api", file])
+        #expect(check.status == 0, "\(check.output)")
+    }
+}
