@@ -289,7 +289,8 @@ struct Bench: AsyncParsableCommand {
 
     // MARK: End to end
 
-    func measureEndToEnd(directory: String, bin: String) async throws -> Row {
+    /// A real livegate-cloud on SQLite with one user (bench), and a signed-in access token.
+    func startCloud(directory: String, bin: String) async throws -> (cloud: Child, base: String, access: String) {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try "bench:bench-password\n".write(toFile: directory + "/users", atomically: true, encoding: .utf8)
         let output = Pipe()
@@ -300,12 +301,16 @@ struct Bench: AsyncParsableCommand {
             log: directory + "/cloud.log",
             stdout: output
         )
-        defer { cloud.stop() }
         let line = try await awaitLine(output, containing: "listening on")
         guard let cloudPort = line.split(separator: ":").last.flatMap({ Int($0) }) else { throw BenchError("no port in \(line)") }
         let base = "http://127.0.0.1:\(cloudPort)"
         let login = try await httpJSON(.POST, base + CloudPath.login, #"{"username":"bench","password":"bench-password"}"#, token: nil)
-        let access = try JSONDecoder().decode(LoginResponse.self, from: login).accessToken
+        return (cloud, base, try JSONDecoder().decode(LoginResponse.self, from: login).accessToken)
+    }
+
+    func measureEndToEnd(directory: String, bin: String) async throws -> Row {
+        let (cloud, base, access) = try await startCloud(directory: directory, bin: bin)
+        defer { cloud.stop() }
         let padding = String(repeating: "x", count: max(0, payloadBytes - 40))
         @Sendable func put() async throws {
             let body = #"{"data":{"pad":"\#(padding)","t":\#(DispatchTime.now().uptimeNanoseconds)}}"#

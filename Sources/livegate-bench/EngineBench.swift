@@ -13,22 +13,8 @@ import Synchronization
 /// The engine in-process (LiveSDK against a real livegate-cloud on SQLite), and the cloud's own writes.
 extension Bench {
     func measureEngineAndCloud(directory: String, bin: String) async throws {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        try "bench:bench-password\n".write(toFile: directory + "/users", atomically: true, encoding: .utf8)
-        let output = Pipe()
-        let cloud = try Child(
-            "livegate-cloud",
-            bin + "/livegate-cloud",
-            ["--port", "0", "--database", directory + "/cloud.sqlite", "--users-file", directory + "/users", "--bcrypt-cost", "4"],
-            log: directory + "/cloud.log",
-            stdout: output
-        )
+        let (cloud, base, access) = try await startCloud(directory: directory, bin: bin)
         defer { cloud.stop() }
-        let line = try await awaitLine(output, containing: "listening on")
-        guard let cloudPort = line.split(separator: ":").last.flatMap({ Int($0) }) else { throw BenchError("no port in \(line)") }
-        let base = "http://127.0.0.1:\(cloudPort)"
-        let login = try await httpJSON(.POST, base + CloudPath.login, #"{"username":"bench","password":"bench-password"}"#, token: nil)
-        let access = try JSONDecoder().decode(LoginResponse.self, from: login).accessToken
 
         // The cloud's writes: one client after the other, then 8 at once.
         var latencies: [Double] = []

@@ -10,22 +10,6 @@ import Testing
 /// Outages provoked through the cloud's fault-injection API: after each, observers converge to the
 /// cloud's state, and snapshot versions never go back.
 @Suite(.serialized) struct FaultTests {
-    /// Collects every change of an observation until one satisfies `predicate`.
-    func changes(
-        _ queue: Queue<ObjectChangedParams>,
-        until what: String,
-        _ predicate: @escaping @Sendable (ObjectChangedParams) -> Bool
-    ) async throws -> [ObjectChangedParams] {
-        try await withTimeout(.seconds(30), "waiting for \(what)") {
-            var seen: [ObjectChangedParams] = []
-            while let change = try await queue.next() {
-                seen.append(change)
-                if predicate(change) { return seen }
-            }
-            throw ClusterError("the observation ended while waiting for \(what)")
-        }
-    }
-
     func versionsNeverGoBack(_ seen: [ObjectChangedParams]) -> Bool {
         let versions = seen.compactMap { $0.snapshot?.version }
         return zip(versions, versions.dropFirst()).allSatisfy { $0 <= $1 }
@@ -38,7 +22,7 @@ import Testing
         try await cluster.put("notes", "f1", ["v": 1])
         try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "fault") { daemon in
             let queue = Queue(try await daemon.observeObject(collection: "notes", id: "f1").changes)
-            var seen = try await changes(queue, until: "fresh v1") { $0.dataStatus == .fresh && $0.snapshot?.version == 1 }
+            var seen = try await elements(queue, until: "fresh v1") { $0.dataStatus == .fresh && $0.snapshot?.version == 1 }
 
             // The link drops and cannot come back for a while; meanwhile another device writes twice.
             try await cluster.fault(#"{"dropConnections":true,"refuseConnectionsForMs":1500}"#)
@@ -47,7 +31,7 @@ import Testing
             try await cluster.put("notes", "f1", ["v": 3])
 
             // Once the cloud accepts connections again, the daemon reconnects, refetches, and the observer converges.
-            seen += try await changes(queue, until: "v3 after the outage") { $0.snapshot?.version == 3 && $0.loadingStatus == .loaded }
+            seen += try await elements(queue, until: "v3 after the outage") { $0.snapshot?.version == 3 && $0.loadingStatus == .loaded }
             #expect(seen.last?.snapshot?.data == ["v": 3])
             #expect(versionsNeverGoBack(seen))
             try await eventually("the daemon to be subscribed again") {
@@ -55,7 +39,7 @@ import Testing
             }
             // And the realtime path works again.
             try await cluster.put("notes", "f1", ["v": 4])
-            seen += try await changes(queue, until: "v4 live") { $0.snapshot?.version == 4 }
+            seen += try await elements(queue, until: "v4 live") { $0.snapshot?.version == 4 }
             #expect(versionsNeverGoBack(seen))
         }
         // The daemon resumed from the event log after the outage; it did not fetch the object again.
@@ -70,14 +54,14 @@ import Testing
         try await cluster.put("notes", "f4", ["v": 1], token: token)
         try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "fault") { daemon in
             let queue = Queue(try await daemon.observeObject(collection: "notes", id: "f4").changes)
-            var seen = try await changes(queue, until: "fresh v1") { $0.dataStatus == .fresh && $0.snapshot?.version == 1 }
+            var seen = try await elements(queue, until: "fresh v1") { $0.dataStatus == .fresh && $0.snapshot?.version == 1 }
             // The link goes down; meanwhile the log moves far past what it keeps, and the object changes.
             try await cluster.fault(#"{"dropConnections":true,"refuseConnectionsForMs":1000}"#)
             try await eventually("the link to drop") { try await cluster.stats().connections == 0 }
             for n in 1...100 { try await cluster.put("notes", "other", ["n": .number(Double(n))], token: token) }
             try await cluster.put("notes", "f4", ["v": 2], token: token)
 
-            seen += try await changes(queue, until: "v2 after the resync") { $0.snapshot?.version == 2 && $0.loadingStatus == .loaded }
+            seen += try await elements(queue, until: "v2 after the resync") { $0.snapshot?.version == 2 && $0.loadingStatus == .loaded }
             let notice = try #require(seen.firstIndex { $0.resync == true }, "an explicit resync notice: \(seen)")
             let full = try #require(seen.lastIndex { $0.snapshot?.version == 2 })
             #expect(notice < full, "the notice comes before the full state")
@@ -95,7 +79,7 @@ import Testing
         try await cluster.fault(#"{"failRequests":2}"#)
         try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "fault") { daemon in
             let queue = Queue(try await daemon.observeObject(collection: "notes", id: "f2").changes)
-            let seen = try await changes(queue, until: "fresh v1") { $0.dataStatus == .fresh }
+            let seen = try await elements(queue, until: "fresh v1") { $0.dataStatus == .fresh }
             let failure = try #require(seen.first { $0.loadingStatus == .error }, "the failure was told: \(seen)")
             #expect(failure.dataStatus == .error, "nothing cached, nothing loaded")
             #expect(failure.error?.code == .cloudUnavailable)

@@ -10,20 +10,6 @@ import Testing
 /// Collection feeds (Kinvey's collection subscription) through the daemon: ready, then every change in the
 /// cloud's order, deletions included; shared and encoded once; none lost across a dropped connection.
 @Suite(.serialized) struct FeedTests {
-    /// Reads feed events until `predicate` holds; returns them all.
-    func events(_ queue: Queue<FeedEventBody>, until what: String, _ predicate: @escaping @Sendable (FeedEventBody) -> Bool) async throws
-        -> [FeedEventBody]
-    {
-        try await withTimeout(.seconds(30), "waiting for \(what)") {
-            var seen: [FeedEventBody] = []
-            while let event = try await queue.next() {
-                seen.append(event)
-                if predicate(event) { return seen }
-            }
-            throw ClusterError("the feed ended while waiting for \(what)")
-        }
-    }
-
     @Test func everyChangeReachesEverySubscriberInOrderDeletionsIncluded() async throws {
         let cluster = try await TestCluster.start()
         defer { cluster.stop() }
@@ -36,7 +22,7 @@ import Testing
                     Queue(try await second.subscribeFeed(collection: "messages").events),
                 ]
                 for queue in queues {
-                    let ready = try await events(queue, until: "ready") { $0.event == .ready }
+                    let ready = try await elements(queue, until: "ready") { $0.event == .ready }
                     #expect(ready.count == 1, "ready comes first: \(ready)")
                 }
                 #expect(try await cluster.stats().subscriptions["collection:messages"] == 1, "one cloud subscription for both")
@@ -47,7 +33,7 @@ import Testing
                 try await cluster.put("other", "o1", ["text": "not this collection"], token: token)
                 try await cluster.delete("messages", "m1")
                 for queue in queues {
-                    let seen = try await events(queue, until: "the deletion") { $0.deleted == true }
+                    let seen = try await elements(queue, until: "the deletion") { $0.deleted == true }
                     #expect(seen.map(\.event) == [.next, .next, .next], "\(seen)")
                     #expect(seen.map { $0.snapshot?.version } == [1, 2, 3])
                     #expect(seen.first?.snapshot?.data == ["text": "hello"])
@@ -73,15 +59,15 @@ import Testing
         let token = try await cluster.login()
         try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "feed") { daemon in
             let queue = Queue(try await daemon.subscribeFeed(collection: "messages").events)
-            _ = try await events(queue, until: "ready") { $0.event == .ready }
+            _ = try await elements(queue, until: "ready") { $0.event == .ready }
             try await cluster.put("messages", "a", ["n": 1], token: token)
-            _ = try await events(queue, until: "the first change") { $0.event == .next }
+            _ = try await elements(queue, until: "the first change") { $0.event == .next }
 
             // The link drops; changes happen while it is down; the daemon reconnects and resumes.
             try await cluster.fault(#"{"dropConnections":true,"refuseConnectionsForMs":500}"#)
             try await eventually("the link to drop") { try await cluster.stats().connections == 0 }
             for n in 2...11 { try await cluster.put("messages", "a", ["n": .number(Double(n))], token: token) }
-            let seen = try await events(queue, until: "version 11") { $0.snapshot?.version == 11 }
+            let seen = try await elements(queue, until: "version 11") { $0.snapshot?.version == 11 }
             let versions = seen.compactMap { $0.event == .next ? $0.snapshot?.version : nil }
             #expect(versions == Array(2...11), "every missed change, in order, none twice: \(seen)")
             #expect(seen.contains { $0.event == .status && $0.status == "reconnecting" }, "\(seen)")

@@ -10,19 +10,6 @@ import Testing
 /// The durable write outbox, through the daemon: writes show at once marked pending, are sent in order
 /// through outages and across a daemon restart, and end confirmed or rolled back with the error.
 @Suite(.serialized) struct OutboxTests {
-    func changes(_ queue: Queue<ObjectChangedParams>, until what: String, _ predicate: @escaping @Sendable (ObjectChangedParams) -> Bool)
-        async throws -> [ObjectChangedParams]
-    {
-        try await withTimeout(.seconds(30), "waiting for \(what)") {
-            var seen: [ObjectChangedParams] = []
-            while let change = try await queue.next() {
-                seen.append(change)
-                if predicate(change) { return seen }
-            }
-            throw ClusterError("the observation ended while waiting for \(what)")
-        }
-    }
-
     @Test func aQueuedWriteShowsPendingAtOnceThenConfirmedAndARejectedOneIsRolledBack() async throws {
         let cluster = try await TestCluster.start()
         defer { cluster.stop() }
@@ -30,12 +17,12 @@ import Testing
         try await cluster.put("notes", "o1", ["a": 1])
         try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "outbox") { daemon in
             let queue = Queue(try await daemon.observeObject(collection: "notes", id: "o1").changes)
-            _ = try await changes(queue, until: "fresh v1") { $0.dataStatus == .fresh && $0.snapshot?.version == 1 }
+            _ = try await elements(queue, until: "fresh v1") { $0.dataStatus == .fresh && $0.snapshot?.version == 1 }
 
             try await daemon.queueUpdate(collection: "notes", id: "o1", data: ["b": 2], merge: true)
             // The realtime event of the write may come before the cloud's answer to it: the pending mark
             // goes with whichever is last.
-            let seen = try await changes(queue, until: "the confirmation") { $0.snapshot?.version == 2 && $0.pendingWrites == nil }
+            let seen = try await elements(queue, until: "the confirmation") { $0.snapshot?.version == 2 && $0.pendingWrites == nil }
             let pending = try #require(seen.first)
             #expect(pending.pendingWrites == true && pending.snapshot?.version == 1, "\(seen)")
             #expect(pending.snapshot?.data == ["a": 1, "b": 2], "the write shows before the cloud has it")
@@ -43,7 +30,7 @@ import Testing
 
             // A stale ifVersion: shown pending, then rolled back with the conflict.
             try await daemon.queueUpdate(collection: "notes", id: "o1", data: ["a": 99], ifVersion: 1)
-            let rejected = try await changes(queue, until: "the rollback") { $0.error != nil }
+            let rejected = try await elements(queue, until: "the rollback") { $0.error != nil }
             #expect(rejected.first?.pendingWrites == true && rejected.first?.snapshot?.data == ["a": 99], "\(rejected)")
             #expect(rejected.last?.error?.code == .versionConflict, "\(rejected)")
             #expect(rejected.last?.snapshot?.data == ["a": 1, "b": 2] && rejected.last?.pendingWrites == nil)
@@ -62,7 +49,7 @@ import Testing
             try await daemon.queueUpdate(collection: "notes", id: "o2", data: ["a": 1])
             try await daemon.queueUpdate(collection: "notes", id: "o2", data: ["b": 2], merge: true)
             try await daemon.queueUpdate(collection: "notes", id: "o2", data: ["a": 3], merge: true)
-            let seen = try await changes(queue, until: "all three shown") { $0.snapshot?.data == ["a": 3, "b": 2] }
+            let seen = try await elements(queue, until: "all three shown") { $0.snapshot?.data == ["a": 3, "b": 2] }
             #expect(seen.last?.pendingWrites == true && seen.last?.snapshot?.version == 0, "pending, not created yet: \(seen)")
         }
         // The daemon stops with the writes unsent, and starts again once the cloud serves.
@@ -74,7 +61,7 @@ import Testing
         #expect(stored.data == ["a": 3, "b": 2], "replace, then the two merges, in order")
         try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "outbox") { daemon in
             let queue = Queue(try await daemon.observeObject(collection: "notes", id: "o2").changes)
-            let seen = try await changes(queue, until: "the confirmed state") { $0.snapshot?.version == 3 && $0.pendingWrites == nil }
+            let seen = try await elements(queue, until: "the confirmed state") { $0.snapshot?.version == 3 && $0.pendingWrites == nil }
             #expect(seen.last?.snapshot?.data == ["a": 3, "b": 2])
         }
     }

@@ -71,3 +71,19 @@ actor Queue<Element: Sendable> {
         return try await it.next(isolation: self)
     }
 }
+
+/// Pulls elements until one satisfies `predicate` (for at most 30 s); returns all of them, that one last.
+func elements<Element: Sendable>(
+    _ queue: Queue<Element>,
+    until what: String,
+    _ predicate: @escaping @Sendable (Element) -> Bool
+) async throws -> [Element] {
+    try await withTimeout(.seconds(30), "waiting for \(what)") {
+        var seen: [Element] = []
+        while let element = try await queue.next() {
+            seen.append(element)
+            if predicate(element) { return seen }
+        }
+        throw ClusterError("the stream ended while waiting for \(what)")
+    }
+}

@@ -6,7 +6,6 @@ import LiveGateProtocol
 import LiveSDK
 import Logging
 import NIOCore
-import Synchronization
 
 /// Maps collection tokens onto SDK collection observers, one to one. The SDK shares one observation (one
 /// fetch, one realtime topic) between equal windows and gives every observer of one change the same
@@ -15,24 +14,19 @@ import Synchronization
 /// The SDK calls observers serially on its actor, all observers of one emission in a row, so a one-entry
 /// cache of the last encoded emission is all the sharing needs.
 final class CollectionFanout: Sendable {
-    private struct Encoded {
-        let emission: Int
-        let body: ByteBuffer
-        var fullState: ByteBuffer?
-    }
-
     private let engine: LiveClient
-    private let logger: Logger
-    private let last = Mutex<Encoded?>(nil)
-    private let encodings = Atomic<Int>(0)
+    /// Change bodies, and their full-state forms (made only for slow readers), by emission.
+    private let bodies: EncodedOnce<Int>
+    private let fullStates: EncodedOnce<Int>
 
     init(engine: LiveClient, logger: Logger) {
         self.engine = engine
-        self.logger = logger
+        bodies = EncodedOnce(logger: logger)
+        fullStates = EncodedOnce(logger: logger)
     }
 
     /// How many notification bodies were encoded (for `daemon.stats` and the tests of encode-once).
-    var encodedBodies: Int { encodings.load(ordering: .relaxed) }
+    var encodedBodies: Int { bodies.count }
 
     /// Observes `window` for a connection's token.
     func subscribe(
@@ -54,26 +48,16 @@ final class CollectionFanout: Sendable {
     }
 
     private func body(_ change: LiveCollectionChange) -> ByteBuffer? {
-        if let cached = last.withLock({ $0?.emission == change.emission ? $0?.body : nil }) { return cached }
-        do {
-            let body = try NotificationFrame.body(CollectionChangedBody(change, reset: false))
-            encodings.add(1, ordering: .relaxed)
-            last.withLock { $0 = Encoded(emission: change.emission, body: body) }
-            return body
-        } catch {
-            logger.error("could not encode a notification", metadata: ["error": "\(error)"])
-            return nil
-        }
+        bodies.body(change.emission) { try NotificationFrame.body(CollectionChangedBody(change, reset: false)) }
     }
 
     /// The change as a full state (`reset: true`), for a slow client whose pending notification it replaces.
     private func fullState(_ change: LiveCollectionChange) -> ByteBuffer? {
-        if let cached = last.withLock({ $0?.emission == change.emission ? $0?.fullState : nil }) { return cached }
-        var whole = change
-        whole.changes = ChangeSet.between(old: [String](), new: change.items.map(\.id))
-        guard let body = try? NotificationFrame.body(CollectionChangedBody(whole, reset: true)) else { return nil }
-        last.withLock { if $0?.emission == change.emission { $0?.fullState = body } }
-        return body
+        fullStates.body(change.emission) {
+            var whole = change
+            whole.changes = ChangeSet.between(old: [String](), new: change.items.map(\.id))
+            return try NotificationFrame.body(CollectionChangedBody(whole, reset: true))
+        }
     }
 }
 

@@ -5,30 +5,23 @@ import LiveGateProtocol
 import LiveSDK
 import Logging
 import NIOCore
-import Synchronization
 
 /// Maps feed tokens (`feed.subscribe`) onto SDK feed subscriptions, one to one. The SDK shares one realtime
 /// subscription per collection and delivers each event to all of its subscribers in a row under one
 /// emission number, so each event is encoded once and the same bytes go to every token. Events are never
 /// coalesced: a client too slow for them is cut off by its outbox.
 final class FeedFanout: Sendable {
-    private struct Encoded {
-        let emission: Int
-        let body: ByteBuffer
-    }
-
     private let engine: LiveClient
-    private let logger: Logger
-    private let last = Mutex<Encoded?>(nil)
-    private let encodings = Atomic<Int>(0)
+    /// Event bodies, by emission.
+    private let encoded: EncodedOnce<Int>
 
     init(engine: LiveClient, logger: Logger) {
         self.engine = engine
-        self.logger = logger
+        encoded = EncodedOnce(logger: logger)
     }
 
     /// How many event bodies were encoded (for `daemon.stats` and the tests of encode-once).
-    var encodedBodies: Int { encodings.load(ordering: .relaxed) }
+    var encodedBodies: Int { encoded.count }
 
     /// Subscribes a connection's token to the collection's changes; nothing is written for it before
     /// ``FeedSubscription/open()``.
@@ -43,24 +36,17 @@ final class FeedFanout: Sendable {
     }
 
     private func body(_ delivery: LiveFeedDelivery) -> ByteBuffer? {
-        if let cached = last.withLock({ $0?.emission == delivery.emission ? $0?.body : nil }) { return cached }
-        let event: FeedEventBody
-        switch delivery.event {
-        case .ready: event = FeedEventBody(event: .ready)
+        encoded.body(delivery.emission) { try NotificationFrame.body(Self.wireEvent(delivery.event)) }
+    }
+
+    private static func wireEvent(_ event: LiveFeedEvent) -> FeedEventBody {
+        switch event {
+        case .ready: FeedEventBody(event: .ready)
         case .next(let entity, let seq):
-            event = FeedEventBody(event: .next, seq: seq, snapshot: ObjectSnapshot(entity), deleted: entity.deleted ? true : nil)
-        case .status(let status): event = FeedEventBody(event: .status, status: status.rawValue)
-        case .resync: event = FeedEventBody(event: .resync)
-        case .error(let error): event = FeedEventBody(event: .error, error: RPCError(error))
-        }
-        do {
-            let body = try NotificationFrame.body(event)
-            encodings.add(1, ordering: .relaxed)
-            last.withLock { $0 = Encoded(emission: delivery.emission, body: body) }
-            return body
-        } catch {
-            logger.error("could not encode a feed event", metadata: ["error": "\(error)"])
-            return nil
+            FeedEventBody(event: .next, seq: seq, snapshot: ObjectSnapshot(entity), deleted: entity.deleted ? true : nil)
+        case .status(let status): FeedEventBody(event: .status, status: status.rawValue)
+        case .resync: FeedEventBody(event: .resync)
+        case .error(let error): FeedEventBody(event: .error, error: RPCError(error))
         }
     }
 }

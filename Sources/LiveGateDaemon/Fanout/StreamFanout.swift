@@ -5,30 +5,23 @@ import LiveGateProtocol
 import LiveSDK
 import Logging
 import NIOCore
-import Synchronization
 
 /// Maps stream tokens (`stream.listen`, `stream.follow`) onto SDK stream listeners, one to one. The SDK
 /// shares one realtime subscription per stream topic and calls all listeners of one message in a row, so
 /// each message is encoded once (keyed by its sequence number) and the same bytes go to every token.
 /// Messages are never coalesced: a client too slow for them is cut off by its outbox.
 final class StreamFanout: Sendable {
-    private struct Encoded {
-        let seq: Int64
-        let body: ByteBuffer
-    }
-
     private let engine: LiveClient
-    private let logger: Logger
-    private let last = Mutex<Encoded?>(nil)
-    private let encodings = Atomic<Int>(0)
+    /// Message bodies, by sequence number.
+    private let encoded: EncodedOnce<Int64>
 
     init(engine: LiveClient, logger: Logger) {
         self.engine = engine
-        self.logger = logger
+        encoded = EncodedOnce(logger: logger)
     }
 
     /// How many message bodies were encoded (for `daemon.stats` and the tests of encode-once).
-    var encodedBodies: Int { encodings.load(ordering: .relaxed) }
+    var encodedBodies: Int { encoded.count }
 
     /// Listens for a connection's token: to the daemon user's own messages (`user` nil) or to what `user`
     /// posts. Nothing is written for the token before ``StreamSubscription/open()``, so the client learns
@@ -59,17 +52,10 @@ final class StreamFanout: Sendable {
     }
 
     private func body(_ message: StreamMessage, seq: Int64) -> ByteBuffer? {
-        if let cached = last.withLock({ $0?.seq == seq ? $0?.body : nil }) { return cached }
-        do {
-            let body = try NotificationFrame.body(
+        encoded.body(seq) {
+            try NotificationFrame.body(
                 StreamMessageBody(seq: seq, stream: message.stream, from: message.from, to: message.to, at: message.at, message: message.message)
             )
-            encodings.add(1, ordering: .relaxed)
-            last.withLock { $0 = Encoded(seq: seq, body: body) }
-            return body
-        } catch {
-            logger.error("could not encode a stream message", metadata: ["error": "\(error)"])
-            return nil
         }
     }
 }

@@ -37,16 +37,7 @@ extension CacheStore {
     func nextInOutbox(after: Int64) async throws(LiveError) -> OutboxEntry? {
         do {
             return try await pool.read { db in
-                guard let row = try Row.fetchOne(db, sql: "SELECT * FROM outbox WHERE id > ? ORDER BY id LIMIT 1", arguments: [after]) else {
-                    return nil
-                }
-                let text: String = row["write"]
-                return OutboxEntry(
-                    id: row["id"],
-                    key: EntityKey(collection: row["collection"], id: row["objectId"]),
-                    write: try Self.decodeWrite(text),
-                    ifVersion: row["ifVersion"]
-                )
+                try Row.fetchOne(db, sql: "SELECT * FROM outbox WHERE id > ? ORDER BY id LIMIT 1", arguments: [after]).map(Self.entry(from:))
             }
         } catch {
             throw LiveError(code: .cacheFailure, message: "reading the outbox at \(path) failed: \(error)")
@@ -67,15 +58,7 @@ extension CacheStore {
                 } else {
                     rows = try Row.fetchAll(db, sql: "SELECT * FROM outbox ORDER BY id")
                 }
-                return try rows.map { row in
-                    let text: String = row["write"]
-                    return OutboxEntry(
-                        id: row["id"],
-                        key: EntityKey(collection: row["collection"], id: row["objectId"]),
-                        write: try Self.decodeWrite(text),
-                        ifVersion: row["ifVersion"]
-                    )
-                }
+                return try rows.map(Self.entry(from:))
             }
         } catch {
             throw LiveError(code: .cacheFailure, message: "reading the outbox at \(path) failed: \(error)")
@@ -116,6 +99,16 @@ extension CacheStore {
             }
             return result!
         }
+    }
+
+    private static func entry(from row: Row) throws -> OutboxEntry {
+        let text: String = row["write"]
+        return OutboxEntry(
+            id: row["id"],
+            key: EntityKey(collection: row["collection"], id: row["objectId"]),
+            write: try decodeWrite(text),
+            ifVersion: row["ifVersion"]
+        )
     }
 
     private struct StoredWrite: Codable {

@@ -139,20 +139,9 @@ extension LiveClient {
     /// those arriving while they do are held and applied after them).
     private func releaseHeldChanges() async {
         while !heldDuringWrite.isEmpty {
-            await applyHeldChange(heldDuringWrite.removeFirst())
+            await applyRemoteChange(heldDuringWrite.removeFirst())
         }
         writeInFlight = nil
-    }
-
-    private func applyHeldChange(_ entity: Entity) async {
-        do {
-            try await cache.store(entity)
-        } catch {
-            logger.error("cache write failed", metadata: ["key": "\(entity.key)", "error": "\(error)"])
-        }
-        observations[entity.key]?.apply { $0.remoteChanged(entity) }
-        collectionsChanged(entity)
-        await cacheStored(1, fromRealtime: true)
     }
 
     private func finish(_ outboxID: Int64, _ outcome: Result<Entity, LiveError>) {

@@ -301,15 +301,20 @@ public actor LiveClient {
                 heldDuringWrite.append(entity)
                 return
             }
-            do {
-                try await cache.store(entity)
-            } catch {
-                logger.error("cache write failed", metadata: ["key": "\(entity.key)", "error": "\(error)"])
-            }
-            observations[entity.key]?.apply { $0.remoteChanged(entity) }
-            collectionsChanged(entity)
-            await cacheStored(1, fromRealtime: true)
+            await applyRemoteChange(entity)
         }
+    }
+
+    /// A change made elsewhere: into the cache, then to the object's observers and the collection windows.
+    func applyRemoteChange(_ entity: Entity) async {
+        do {
+            try await cache.store(entity)
+        } catch {
+            logger.error("cache write failed", metadata: ["key": "\(entity.key)", "error": "\(error)"])
+        }
+        observations[entity.key]?.apply { $0.remoteChanged(entity) }
+        collectionsChanged(entity)
+        await cacheStored(1, fromRealtime: true)
     }
 
     /// Counts stores into the cache and evicts what exceeds the bound: entities no one observes (no object
