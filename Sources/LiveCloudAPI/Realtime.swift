@@ -119,6 +119,9 @@ public struct RealtimeServerMessage: Codable, Sendable, Equatable {
     /// On a `subscribe`'s `ack`: true when `since` was older than the event log keeps (or newer than any
     /// event): continuity cannot be proven, so the client must fetch what the topic covers again.
     public var resync: Bool?
+    /// On a resuming `subscribe`'s ack (with `since`, continuity proven): how many events of the topic follow
+    /// the ack as its replay. After them the subscriber has every event of the topic up to the ack's `seq`.
+    public var replayed: Int?
 
     public init(
         op: Operation,
@@ -129,7 +132,8 @@ public struct RealtimeServerMessage: Codable, Sendable, Equatable {
         topic: Topic? = nil,
         entity: Entity? = nil,
         streamMessage: StreamMessage? = nil,
-        resync: Bool? = nil
+        resync: Bool? = nil,
+        replayed: Int? = nil
     ) {
         self.op = op
         self.ref = ref
@@ -140,11 +144,12 @@ public struct RealtimeServerMessage: Codable, Sendable, Equatable {
         self.entity = entity
         self.streamMessage = streamMessage
         self.resync = resync
+        self.replayed = replayed
     }
 
     /// An acknowledgement; for a `subscribe`, `seq` is the last event sequence number at subscription time.
-    public static func ack(ref: Int64, seq: Int64? = nil, resync: Bool? = nil) -> Self {
-        Self(op: .ack, ref: ref, seq: seq, resync: resync)
+    public static func ack(ref: Int64, seq: Int64? = nil, resync: Bool? = nil, replayed: Int? = nil) -> Self {
+        Self(op: .ack, ref: ref, seq: seq, resync: resync, replayed: replayed)
     }
     public static func error(ref: Int64?, code: CloudErrorCode, message: String) -> Self {
         Self(op: .error, ref: ref, code: code, message: message)

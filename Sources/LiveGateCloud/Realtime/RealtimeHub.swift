@@ -142,7 +142,8 @@ final class RealtimeHub: Sendable {
                 if state.topics[topic]?.isEmpty == true { state.topics[topic] = nil }
                 return
             }
-            subscriber.send(Self.encode(.ack(ref: ref, seq: head, resync: continuous ? nil : true)))
+            let replayed = continuous ? log.events.count + buffered.count : nil
+            subscriber.send(Self.encode(.ack(ref: ref, seq: head, resync: continuous ? nil : true, replayed: replayed)))
             if continuous {
                 for logged in log.events where subscriber.send(Self.encode(logged.event.serverMessage(seq: logged.seq, topic: topic))) {
                     state.eventsSent += 1
