@@ -103,9 +103,23 @@ import Testing
         _ = machine.connectionEstablished()
         #expect(machine.acquire(a) == true, "first reference subscribes")
         #expect(machine.acquire(a) == false)
-        #expect(machine.release(a) == false)
-        #expect(machine.release(a) == true, "last reference unsubscribes")
-        #expect(machine.release(a) == false, "releasing an unheld topic does nothing")
+        #expect(machine.release(a) == .held)
+        #expect(machine.release(a) == .linger, "the last reference leaves the topic lingering")
+        #expect(machine.release(a) == .notHeld, "releasing an unheld topic does nothing")
+        #expect(machine.wantedTopics == [a], "still subscribed while it lingers")
+        #expect(machine.expire(a) == (true, true), "the linger over, it is unsubscribed")
+        #expect(machine.wantedTopics.isEmpty)
+    }
+
+    @Test func aTopicTakenBackWhileItLingersNeedsNoNewSubscription() {
+        var machine = RealtimeConnectionStateMachine()
+        machine.connectionStarted()
+        _ = machine.connectionEstablished()
+        #expect(machine.acquire(a) == true)
+        #expect(machine.release(a) == .linger)
+        #expect(machine.acquire(a) == false, "still subscribed: no subscribe, no gap")
+        #expect(machine.expire(a) == (false, false), "held again: the old linger's end does nothing")
+        #expect(machine.wantedTopics == [a])
     }
 
     @Test func topicsWantedWhileDisconnectedAreSubscribedOnConnect() {

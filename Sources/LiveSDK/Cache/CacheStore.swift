@@ -57,6 +57,12 @@ final class CacheStore: Sendable {
                 table.column("ifVersion", .integer)
             }
         }
+        migrator.registerMigration("v4-realtime-checkpoints") { db in
+            try db.create(table: "checkpoint") { table in
+                table.primaryKey("topic", .text)
+                table.column("seq", .integer).notNull()
+            }
+        }
         return migrator
     }
 
@@ -141,13 +147,45 @@ final class CacheStore: Sendable {
     }
 
     /// Stores `entity` unless the cache already holds the same or a higher version. Returns whether it stored.
+    /// With `checkpoint`, also records in the same transaction that the cache holds every event of that
+    /// topic up to that sequence number (where a restarted engine resumes from).
     @discardableResult
-    func store(_ entity: Entity) async throws(LiveError) -> Bool {
+    func store(_ entity: Entity, checkpoint: (topic: String, seq: Int64)? = nil) async throws(LiveError) -> Bool {
         do {
-            return try await pool.write { db in try Self.upsert(entity, in: db) }
+            return try await pool.write { db in
+                let stored = try Self.upsert(entity, in: db)
+                if let checkpoint { try Self.saveCheckpoint(checkpoint.topic, checkpoint.seq, in: db) }
+                return stored
+            }
         } catch {
             throw LiveError(code: .cacheFailure, message: "writing \(entity.key) to the cache at \(path) failed: \(error)")
         }
+    }
+
+    /// The sequence number up to which the cache holds every event of `topic`, if it was recorded.
+    func checkpoint(_ topic: String) async throws(LiveError) -> Int64? {
+        do {
+            return try await pool.read { db in try Int64.fetchOne(db, sql: "SELECT seq FROM checkpoint WHERE topic = ?", arguments: [topic]) }
+        } catch {
+            throw LiveError(code: .cacheFailure, message: "reading a checkpoint from the cache at \(path) failed: \(error)")
+        }
+    }
+
+    /// Records that the cache holds every event of `topic` up to `seq` (never moves back).
+    func saveCheckpoint(_ topic: String, _ seq: Int64) async throws(LiveError) {
+        do {
+            try await pool.write { db in try Self.saveCheckpoint(topic, seq, in: db) }
+        } catch {
+            throw LiveError(code: .cacheFailure, message: "writing a checkpoint to the cache at \(path) failed: \(error)")
+        }
+    }
+
+    private static func saveCheckpoint(_ topic: String, _ seq: Int64, in db: Database) throws {
+        try db.execute(
+            sql:
+                "INSERT INTO checkpoint (topic, seq) VALUES (?, ?) ON CONFLICT (topic) DO UPDATE SET seq = excluded.seq WHERE excluded.seq > checkpoint.seq",
+            arguments: [topic, seq]
+        )
     }
 
     /// Writes `entity` in `db` unless it holds the same or a higher version; returns whether it wrote.

@@ -93,9 +93,13 @@ extension LiveClient {
             target.pages = 1
         }
         guard let observer = observation.remove(token.observer) else { return false }
+        let isNew = collectionObservations[target] == nil
         let destination = collectionObservation(target, seed: seen, extending: move != .reset)
         token.moved(to: target, observation: destination)
         destination.add(token.observer, observer, previous: seen.items)
+        // A new window starts loading before the move returns, so the observer hears "loading" before
+        // whatever answers the move (the daemon's reply), whenever the fetch task gets to run.
+        if isNew { destination.apply { $0.fetchStarted() } }
         if token.isInvalidated {  // invalidated meanwhile: it must not stay on the new window
             destination.remove(token.observer)
             if destination.isUnobserved { commandSink.yield(.releaseCollection(target)) }

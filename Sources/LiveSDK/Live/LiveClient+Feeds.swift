@@ -51,7 +51,6 @@ extension LiveClient {
         if let refusal = await realtime.acquire(topic) {
             feedListeners[topic]?[id] = nil
             if feedListeners[topic]?.isEmpty == true { feedListeners[topic] = nil }
-            await realtime.release(topic)
             throw LiveError(subscriptionRefusal: refusal.code, message: refusal.message ?? "refused", topic: topic)
         }
         if await realtime.status == .connected, feedListeners[topic]?[id]?.ready == false {

@@ -139,7 +139,8 @@ extension LiveClient {
     /// those arriving while they do are held and applied after them).
     private func releaseHeldChanges() async {
         while !heldDuringWrite.isEmpty {
-            await applyRemoteChange(heldDuringWrite.removeFirst())
+            let held = heldDuringWrite.removeFirst()
+            await applyRemoteChange(held.entity, seq: held.seq, topic: held.topic)
         }
         writeInFlight = nil
     }

@@ -32,7 +32,6 @@ extension LiveClient {
         streamListeners[topic, default: [:]][id] = StreamListener(handler: handler)
         if let refusal = await realtime.acquire(topic) {
             removeStreamListener(topic, id)
-            await realtime.release(topic)
             throw LiveError(subscriptionRefusal: refusal.code, message: refusal.message ?? "refused", topic: topic)
         }
         return NotificationToken { [weak self] in

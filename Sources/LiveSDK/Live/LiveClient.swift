@@ -15,12 +15,22 @@ public struct LiveSDKConfiguration: Sendable {
     /// At most this many entities stay in the cache; beyond, those no one observes are evicted, least
     /// recently used first. `nil`: no bound.
     public var cacheMaxEntities: Int?
+    /// How long a realtime topic stays subscribed after its last observer went (a new observer meanwhile
+    /// takes it over with no gap, no new subscription and no refetch).
+    public var topicLinger: Duration
 
-    public init(cloudURL: String, credentials: Credentials, stateDirectory: String, cacheMaxEntities: Int? = nil) {
+    public init(
+        cloudURL: String,
+        credentials: Credentials,
+        stateDirectory: String,
+        cacheMaxEntities: Int? = nil,
+        topicLinger: Duration = .seconds(2)
+    ) {
         self.cloudURL = cloudURL
         self.credentials = credentials
         self.stateDirectory = stateDirectory
         self.cacheMaxEntities = cacheMaxEntities
+        self.topicLinger = topicLinger
     }
 }
 
@@ -72,7 +82,9 @@ public actor LiveClient {
     var finishedWrites: [Int64: Result<Entity, any Error>] = [:]
     /// The object whose write is being sent, and the realtime changes of it that arrived meanwhile.
     var writeInFlight: EntityKey?
-    var heldDuringWrite: [Entity] = []
+    var heldDuringWrite: [(seq: Int64, topic: Topic, entity: Entity)] = []
+    /// Objects whose subscription resumed from a checkpoint, until its replay is over.
+    var awaitingCatchUp: Set<EntityKey> = []
     let outboxSignal: AsyncStream<Void>.Continuation
     let outboxSignals: AsyncStream<Void>
     /// The cache's size bound, and how many stores happened since the last eviction pass.
@@ -98,7 +110,13 @@ public actor LiveClient {
         session = Session(credentials: configuration.credentials, cloud: cloud, logger: logger)
         let (events, eventSink) = AsyncStream.makeStream(of: RealtimeEvent.self)
         realtimeEvents = events
-        realtime = RealtimeConnection(cloudURL: configuration.cloudURL, session: session, logger: logger, events: eventSink)
+        realtime = RealtimeConnection(
+            cloudURL: configuration.cloudURL,
+            session: session,
+            logger: logger,
+            events: eventSink,
+            linger: configuration.topicLinger
+        )
         (commands, commandSink) = AsyncStream.makeStream(of: Command.self)
         (outboxSignals, outboxSignal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
@@ -197,10 +215,32 @@ public actor LiveClient {
     }
 
     /// Subscribes the object's topic, then fetches it (in that order, so no change can fall between).
+    /// Subscribes the object's topic, then fetches it (in that order, so no change can fall between). When
+    /// the cache holds a checkpoint for the topic (a previous run saw its events up to there), the
+    /// subscription resumes from it instead: the cloud replays what was missed and no fetch is needed.
     private func activate(_ key: EntityKey) async {
         guard observations[key] != nil else { return }
-        await realtime.acquire(.object(key))
-        await refresh(key)
+        let topic = Topic.object(key)
+        var checkpoint: Int64?
+        do {
+            checkpoint = try await cache.checkpoint(topic.description)
+        } catch {
+            logger.error("reading a checkpoint failed", metadata: ["key": "\(key)", "error": "\(error)"])
+        }
+        if checkpoint != nil {
+            awaitingCatchUp.insert(key)
+            observations[key]?.apply { state in
+                state.resumeStarted()
+                return nil
+            }
+        }
+        switch await realtime.acquire(topic, since: checkpoint) {
+        case .resumed:
+            return  // caughtUp follows the replay
+        case .subscribed, .refused:
+            if awaitingCatchUp.remove(key) != nil { observations[key]?.apply { $0.resumeAbandoned() } }
+            await refresh(key)
+        }
     }
 
     /// Fetches the object; on failure retries with backoff for as long as it is observed, so observers
@@ -219,8 +259,16 @@ public actor LiveClient {
             refetchWanted.remove(key)
             observation.apply { $0.fetchStarted() }
             do {
+                // Every event up to the subscription's last seen sequence number is committed before the fetch
+                // reads: the fetched state holds them all, so the cache can say so.
+                let baseline = await realtime.lastSeq(of: .object(key))
                 let entity = try await fetchWithSession(key)
-                if let entity { try await cache.store(entity) }
+                let checkpoint = baseline.map { (topic: Topic.object(key).description, seq: $0) }
+                if let entity {
+                    try await cache.store(entity, checkpoint: checkpoint)
+                } else if let checkpoint {
+                    try await cache.saveCheckpoint(checkpoint.topic, checkpoint.seq)
+                }
                 observation.apply { $0.fetchSucceeded(entity) }
                 await cacheStored(1)
                 failures = 0
@@ -259,6 +307,7 @@ public actor LiveClient {
     private func releaseIfUnobserved(_ key: EntityKey) async {
         guard let observation = observations[key], observation.isUnobserved else { return }
         observations[key] = nil
+        awaitingCatchUp.remove(key)
         await realtime.release(.object(key))
     }
 
@@ -298,17 +347,22 @@ public actor LiveClient {
             if writeInFlight == entity.key {
                 // Most likely the echo of the write being sent: held until the cloud's answer is applied, so
                 // observers see pending → confirmed whatever order the answer and the event arrive in.
-                heldDuringWrite.append(entity)
+                heldDuringWrite.append((seq, topic, entity))
                 return
             }
-            await applyRemoteChange(entity)
+            await applyRemoteChange(entity, seq: seq, topic: topic)
+        case .caughtUp(let topic):
+            guard case .object(let key) = topic, awaitingCatchUp.remove(key) != nil else { return }
+            observations[key]?.apply { $0.caughtUp() }
         }
     }
 
-    /// A change made elsewhere: into the cache, then to the object's observers and the collection windows.
-    func applyRemoteChange(_ entity: Entity) async {
+    /// A change made elsewhere: into the cache (with the checkpoint of its object topic: the event carries the
+    /// whole entity, so the cache is then as of that event), then to the object's observers and the windows.
+    func applyRemoteChange(_ entity: Entity, seq: Int64, topic: Topic) async {
         do {
-            try await cache.store(entity)
+            let checkpoint: (topic: String, seq: Int64)? = if case .object = topic { (topic.description, seq) } else { nil }
+            try await cache.store(entity, checkpoint: checkpoint)
         } catch {
             logger.error("cache write failed", metadata: ["key": "\(entity.key)", "error": "\(error)"])
         }

@@ -114,6 +114,9 @@ public struct LiveObjectState: Sendable {
     /// The highest version seen (a deleted object keeps its last version, so stale answers stay ignored).
     private var knownVersion: Int64 = 0
     private var eventSinceFetchStarted = false
+    /// Resuming from a checkpoint: replayed changes update the state silently until ``caughtUp()``, which
+    /// emits the result once (as a fetch's outcome would be).
+    private var catchingUp = false
     public private(set) var hasStarted = false
 
     public init(key: EntityKey? = nil) {
@@ -198,6 +201,26 @@ public struct LiveObjectState: Sendable {
         return commit(next)
     }
 
+    /// The realtime subscription is resuming from the cache's checkpoint: the replay takes the fetch's place.
+    public mutating func resumeStarted() { catchingUp = true }
+
+    /// The resumption could not prove continuity (or the link is down): a fetch follows after all.
+    public mutating func resumeAbandoned() -> LiveObjectChange? {
+        catchingUp = false
+        return commit(confirmed)
+    }
+
+    /// The realtime subscription resumed from the cache's checkpoint and replayed every event since: the
+    /// data is as fresh as a fetch would make it (no fetch is needed). Emitted once, in the fetch's place.
+    public mutating func caughtUp() -> LiveObjectChange? {
+        catchingUp = false
+        var next = confirmed
+        next.loadingStatus = .loaded
+        next.error = nil
+        if next.dataStatus == .local || next.dataStatus == .error { next.dataStatus = next.snapshot == nil ? .notExist : .fresh }
+        return commit(next)
+    }
+
     /// The fetch failed: the data that was there is kept.
     public mutating func fetchFailed(_ error: LiveError) -> LiveObjectChange? {
         var next = confirmed
@@ -217,6 +240,10 @@ public struct LiveObjectState: Sendable {
         next.dataStatus = entity.deleted ? .notExist : .fresh
         if next.loadingStatus != .loading { next.loadingStatus = .loaded }
         next.error = nil
+        if catchingUp {
+            confirmed = next  // replayed: emitted with the catch-up
+            return nil
+        }
         return commit(next)
     }
 

@@ -23,6 +23,9 @@ enum RealtimeEvent: Sendable {
     /// The cloud refused to subscribe the topic (when it was subscribed on connect, not by ``RealtimeConnection/acquire(_:)``,
     /// which returns the refusal itself).
     case subscriptionRefused(Topic, code: CloudErrorCode?, message: String)
+    /// A resumed subscription's replay is over: the engine has every event of the topic up to the resume's
+    /// acknowledgement (follows the last replayed event).
+    case caughtUp(Topic)
 }
 
 /// The one realtime WebSocket to the cloud: ref-counted topic subscriptions, reconnect with backoff.
@@ -34,12 +37,26 @@ actor RealtimeConnection {
     private var earlyAnswers: [Int64: RealtimeServerMessage] = [:]
     /// The last event sequence number seen per subscribed topic: where a resubscription resumes from.
     private var lastSeq: [Topic: Int64] = [:]
+    /// Resuming subscriptions whose ack has not arrived yet, by request ref.
+    private var resuming: [Int64: Topic] = [:]
+    /// Replayed events still to come per resumed topic (from the ack's `replayed`).
+    private var replayRemaining: [Topic: Int] = [:]
+    /// How long a topic stays subscribed after its last holder left, and which linger is the current one.
+    private let linger: Duration
+    private var lingerGeneration: [Topic: Int] = [:]
     private let url: String
     private let session: Session
     private let logger: Logger
     private let events: AsyncStream<RealtimeEvent>.Continuation
 
-    init(cloudURL: String, session: Session, logger: Logger, events: AsyncStream<RealtimeEvent>.Continuation) {
+    init(
+        cloudURL: String,
+        session: Session,
+        logger: Logger,
+        events: AsyncStream<RealtimeEvent>.Continuation,
+        linger: Duration = .seconds(2)
+    ) {
+        self.linger = linger
         var base = cloudURL.hasSuffix("/") ? String(cloudURL.dropLast()) : cloudURL
         if base.hasPrefix("https://") {
             base = "wss://" + base.dropFirst("https://".count)
@@ -54,25 +71,71 @@ actor RealtimeConnection {
 
     var status: ConnectionStatus { machine.status }
 
+    /// The last event sequence number seen on `topic` (or its subscription's baseline).
+    func lastSeq(of topic: Topic) -> Int64? { lastSeq[topic] }
+
     /// Takes a reference on `topic`; returns once the cloud answered the subscription, or at once when
     /// the connection is down or the topic was subscribed already (it is then subscribed on connect, and a
     /// ``RealtimeEvent/connected`` follows).
-    /// - Returns: the cloud's `error` answer when it refused the subscription (the reference is still taken).
+    /// - Returns: the cloud's `error` answer when it refused the subscription (then no reference is held).
     @discardableResult
     func acquire(_ topic: Topic) async -> RealtimeServerMessage? {
-        guard machine.acquire(topic) else { return nil }
-        let answer = await send(.subscribe, topic)
-        if let answer, answer.op == .ack, let seq = answer.seq {
-            lastSeq[topic] = max(lastSeq[topic] ?? 0, seq)
-        }
-        return answer?.op == .error ? answer : nil
+        let outcome = await acquire(topic, since: nil)
+        if case .refused(let answer) = outcome { return answer }
+        return nil
     }
 
-    /// Drops a reference on `topic`, unsubscribing when it was the last.
+    enum AcquireOutcome: Sendable {
+        /// Subscribed now, or (not connected, or already subscribed) on its way: fetch to have the state.
+        case subscribed
+        /// Resumed from `since` with continuity proven: the missed events follow, then ``RealtimeEvent/caughtUp(_:)``.
+        case resumed
+        /// The cloud refused: no reference is held.
+        case refused(RealtimeServerMessage)
+    }
+
+    /// Takes a reference on `topic`, resuming from `since` (a checkpoint the engine's cache holds) when it
+    /// is the first: the cloud replays what came after it, and no fetch is needed.
+    func acquire(_ topic: Topic, since: Int64?) async -> AcquireOutcome {
+        let first = machine.wantedTopics.contains(topic) == false
+        if first, let since, lastSeq[topic] == nil { lastSeq[topic] = since }
+        guard machine.acquire(topic) else { return .subscribed }
+        let resumeFrom = since.flatMap { _ in lastSeq[topic] }
+        let answer = await send(.subscribe, topic, since: resumeFrom)
+        guard let answer else { return .subscribed }
+        if answer.op == .error {
+            machine.abandon(topic)
+            lastSeq[topic] = nil
+            return .refused(answer)
+        }
+        if let seq = answer.seq {
+            if resumeFrom != nil && answer.resync != true && answer.replayed != nil { return .resumed }
+            lastSeq[topic] = max(lastSeq[topic] ?? 0, seq)
+        }
+        return .subscribed
+    }
+
+    /// Drops a reference on `topic`. When it was the last, the topic lingers for a moment, still subscribed:
+    /// a holder coming back meanwhile (a page move, an observer re-observing) takes it over with no gap.
     func release(_ topic: Topic) async {
-        guard machine.release(topic) else { return }
+        guard machine.release(topic) == .linger else { return }
+        let generation = (lingerGeneration[topic] ?? 0) + 1
+        lingerGeneration[topic] = generation
+        let linger = self.linger
+        Task {
+            try? await Task.sleep(for: linger)
+            await self.expire(topic, generation)
+        }
+    }
+
+    private func expire(_ topic: Topic, _ generation: Int) async {
+        guard lingerGeneration[topic] == generation else { return }  // released again later: its own linger runs
+        lingerGeneration[topic] = nil
+        let outcome = machine.expire(topic)
+        guard outcome.dropped else { return }
         lastSeq[topic] = nil
-        _ = await send(.unsubscribe, topic)
+        replayRemaining[topic] = nil
+        if outcome.unsubscribe { _ = await send(.unsubscribe, topic) }
     }
 
     /// Connects and reconnects until the task is cancelled.
@@ -183,7 +246,16 @@ actor RealtimeConnection {
         }
         switch message.op {
         case .ack:
-            if let ref = message.ref { answered(ref, message) }
+            guard let ref = message.ref else { return }
+            if let topic = resuming.removeValue(forKey: ref), message.resync != true, let replayed = message.replayed {
+                // The replay follows this ack; the topic is caught up after it (at once when empty).
+                if replayed == 0 {
+                    events.yield(.caughtUp(topic))
+                } else {
+                    replayRemaining[topic] = replayed
+                }
+            }
+            answered(ref, message)
         case .error:
             logger.warning(
                 "the cloud refused a realtime request",
@@ -198,6 +270,14 @@ actor RealtimeConnection {
             } else if let streamMessage = message.streamMessage {
                 events.yield(.streamMessage(seq: seq, topic: topic, message: streamMessage))
             }
+            if let remaining = replayRemaining[topic] {
+                if remaining <= 1 {
+                    replayRemaining[topic] = nil
+                    events.yield(.caughtUp(topic))
+                } else {
+                    replayRemaining[topic] = remaining - 1
+                }
+            }
         }
     }
 
@@ -206,6 +286,7 @@ actor RealtimeConnection {
         guard let writer else { return nil }
         nextRef += 1
         let ref = nextRef
+        if op == .subscribe, since != nil { resuming[ref] = topic }
         let text: String
         do {
             let request = RealtimeClientMessage(op: op, ref: ref, topic: topic, since: since)
@@ -235,6 +316,8 @@ actor RealtimeConnection {
 
     private func disconnected() {
         writer = nil
+        resuming.removeAll()
+        replayRemaining.removeAll()
         earlyAnswers.removeAll()
         let pending = pendingAcks
         pendingAcks.removeAll()

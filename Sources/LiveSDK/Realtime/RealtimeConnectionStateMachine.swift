@@ -26,12 +26,24 @@ public struct RealtimeConnectionStateMachine: Sendable {
     }
 
     public private(set) var phase: Phase = .idle
+    /// Holders per topic; 0 while a released topic lingers (still subscribed, until it expires).
     private var refCounts: [Topic: Int] = [:]
 
     public init() {}
 
-    /// The topics with at least one holder.
+    /// The topics with at least one holder, and those lingering after their last holder left.
     public var wantedTopics: Set<Topic> { Set(refCounts.keys) }
+
+    /// What releasing a reference does.
+    public enum Release: Equatable, Sendable {
+        /// Other holders remain.
+        case held
+        /// That was the last holder: the topic lingers, still subscribed, until ``expire(_:)`` (a new
+        /// holder in the meantime takes it over with no gap and no new subscription).
+        case linger
+        /// The topic was not held.
+        case notHeld
+    }
 
     public var status: ConnectionStatus {
         switch phase {
@@ -43,22 +55,36 @@ public struct RealtimeConnectionStateMachine: Sendable {
     }
 
     /// Takes one reference on `topic`. Returns `true` when a `subscribe` must be sent now (first
-    /// reference while connected); when not connected, the topic is subscribed on connect.
+    /// reference while connected, the topic not lingering); when not connected, the topic is subscribed on
+    /// connect.
     public mutating func acquire(_ topic: Topic) -> Bool {
-        let count = refCounts[topic, default: 0]
+        guard let count = refCounts[topic] else {
+            refCounts[topic] = 1
+            return phase == .connected
+        }
         refCounts[topic] = count + 1
-        return count == 0 && phase == .connected
+        return false
     }
 
-    /// Drops one reference on `topic`. Returns `true` when an `unsubscribe` must be sent now.
-    public mutating func release(_ topic: Topic) -> Bool {
-        guard let count = refCounts[topic] else { return false }
-        if count > 1 {
-            refCounts[topic] = count - 1
-            return false
-        }
+    /// Drops one reference on `topic`.
+    public mutating func release(_ topic: Topic) -> Release {
+        guard let count = refCounts[topic], count > 0 else { return .notHeld }
+        refCounts[topic] = count - 1
+        return count > 1 ? .held : .linger
+    }
+
+    /// Takes back a reference whose subscription the cloud refused: no linger (nothing is subscribed).
+    public mutating func abandon(_ topic: Topic) {
+        guard let count = refCounts[topic] else { return }
+        refCounts[topic] = count > 1 ? count - 1 : nil
+    }
+
+    /// The linger of a released topic is over. Returns whether it was dropped (no new holder came), and
+    /// whether an `unsubscribe` must be sent now.
+    public mutating func expire(_ topic: Topic) -> (dropped: Bool, unsubscribe: Bool) {
+        guard refCounts[topic] == 0 else { return (false, false) }
         refCounts[topic] = nil
-        return phase == .connected
+        return (true, phase == .connected)
     }
 
     /// A connection attempt starts.

@@ -1,0 +1,69 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Foundation
+import LiveCloudAPI
+import LiveGateClient
+import LiveGateProtocol
+import LiveJSON
+import Testing
+
+/// The realtime checkpoint kept in the daemon's cache: a restarted daemon resumes its objects' topics from
+/// where the previous run left off, and the cloud replays what was missed — no fetch. When the cloud's log
+/// no longer reaches back that far, the daemon fetches as before.
+@Suite(.serialized) struct CheckpointResumeTests {
+    func observeAfterRestart(_ cluster: TestCluster, _ id: String, untilVersion version: Int64) async throws -> [ObjectChangedParams] {
+        try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "checkpoint") { daemon in
+            let queue = Queue(try await daemon.observeObject(collection: "notes", id: id).changes)
+            return try await elements(queue, until: "v\(version), fresh") {
+                $0.snapshot?.version == version && $0.dataStatus == .fresh && $0.loadingStatus == .loaded
+            }
+        }
+    }
+
+    func observeOnce(_ cluster: TestCluster, _ id: String) async throws {
+        try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "checkpoint") { daemon in
+            let queue = Queue(try await daemon.observeObject(collection: "notes", id: id).changes)
+            _ = try await elements(queue, until: "fresh") { $0.dataStatus == .fresh }
+        }
+    }
+
+    @Test func aRestartedDaemonResumesFromItsCheckpointWithoutFetching() async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        let token = try await cluster.login()
+        try await cluster.put("notes", "r1", ["v": 1], token: token)
+        try await observeOnce(cluster, "r1")
+        #expect(cluster.stopDaemon() == 0)
+        // While the daemon is away, the object changes twice.
+        try await cluster.put("notes", "r1", ["v": 2], token: token)
+        try await cluster.put("notes", "r1", ["v": 3], token: token)
+        try await cluster.startDaemon()
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+
+        let seen = try await observeAfterRestart(cluster, "r1", untilVersion: 3)
+        #expect(seen.first?.dataStatus == .local && seen.first?.snapshot?.version == 1, "the cached copy first: \(seen)")
+        // The replay takes the fetch's place: the missed changes arrive, and the result is told once.
+        #expect(seen.count == 2, "local v1, then fresh v3, as after a fetch: \(seen)")
+        #expect(!seen.contains { $0.resync == true })
+        #expect(try await cluster.stats().fetches["notes/r1"] == 1, "resumed from the log, not fetched again")
+    }
+
+    @Test func beyondTheLogTheRestartedDaemonFetches() async throws {
+        let cluster = try await TestCluster.start(cloudArguments: ["--event-retention", "10"])
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        let token = try await cluster.login()
+        try await cluster.put("notes", "r2", ["v": 1], token: token)
+        try await observeOnce(cluster, "r2")
+        #expect(cluster.stopDaemon() == 0)
+        for n in 1...100 { try await cluster.put("notes", "other", ["n": .number(Double(n))], token: token) }
+        try await cluster.put("notes", "r2", ["v": 2], token: token)
+        try await cluster.startDaemon()
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+
+        let seen = try await observeAfterRestart(cluster, "r2", untilVersion: 2)
+        #expect(seen.last?.snapshot?.data == ["v": 2])
+        #expect(try await cluster.stats().fetches["notes/r2"] == 2, "the log no longer reached back: fetched again")
+    }
+}
