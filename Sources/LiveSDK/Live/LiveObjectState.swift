@@ -93,6 +93,7 @@ public enum LiveWrite: Sendable, Equatable {
 /// 1. `started`: the cached version with `local`/`loading`, or `notExist`/`loading` when nothing is cached.
 ///    (After a loss of continuity, a `resync` notice with `loading` takes this place, and 2. follows.)
 /// 2. The fetch's outcome: `fresh`/`loaded` (or `notExist`/`loaded`), or the kept data with `loadingStatus: error`.
+///    (When the subscription resumed from the cache's checkpoint, the replay's outcome takes its place, once.)
 /// 3. Each realtime change with a higher version: `fresh`/`loaded` with the new snapshot.
 ///
 /// A snapshot with a lower version than one already emitted is never emitted, and nothing is emitted when
