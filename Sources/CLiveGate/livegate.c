@@ -16,7 +16,12 @@
 #define LG_MAX_LINE (64u << 20)
 
 struct lg_subscription {
-    int64_t token;
+    int64_t token;                              /* the application's: stable across lg_reconnect */
+    int64_t wire;                               /* the daemon's token on the current connection */
+    const char *method;                         /* how it was observed (for lg_reconnect) ... */
+    json_object *params;                        /* ... and with what (owned) */
+    int64_t last_version;                       /* object tokens: the last snapshot version delivered */
+    int once;
     lg_object_callback callback;                /* object tokens */
     lg_collection_callback collection_callback; /* collection tokens */
     json_object *window;                        /* collection tokens: the window's snapshots (an array) */
@@ -26,6 +31,7 @@ struct lg_subscription {
 
 struct lg_client {
     int fd;
+    char *path, *name; /* for lg_reconnect */
     int64_t next_id;
     char *buf; /* bytes read, not yet split into lines */
     size_t len, cap;
@@ -133,6 +139,23 @@ static struct lg_subscription *find(const lg_client *c, int64_t token) {
     return NULL;
 }
 
+static struct lg_subscription *find_wire(const lg_client *c, int64_t wire) {
+    for (size_t i = 0; i < c->nsubs; i++)
+        if (c->subs[i].wire == wire) return &c->subs[i];
+    return NULL;
+}
+
+static void drop_subscription(lg_client *c, int64_t token) {
+    for (size_t i = 0; i < c->nsubs; i++) {
+        if (c->subs[i].token == token) {
+            json_object_put(c->subs[i].window);
+            json_object_put(c->subs[i].params);
+            c->subs[i] = c->subs[--c->nsubs];
+            return;
+        }
+    }
+}
+
 static int64_t pair_at(json_object *pairs, size_t i, size_t which) {
     return json_object_get_int64(json_object_array_get_idx(json_object_array_get_idx(pairs, i), which));
 }
@@ -214,25 +237,34 @@ done:
     return result;
 }
 
+static json_object *call(lg_client *c, const char *method, json_object *params);
+
 static int deliver(lg_client *c, json_object *msg) {
     json_object *method, *params, *token;
     handle_closing(c, msg);
     if (!json_object_object_get_ex(msg, "method", &method) || !json_object_object_get_ex(msg, "params", &params) ||
         !json_object_object_get_ex(params, "token", &token))
         return 0;
-    int64_t t = json_object_get_int64(token);
-    struct lg_subscription *s = find(c, t);
+    struct lg_subscription *s = find_wire(c, json_object_get_int64(token));
     if (!s) return 0;
-    if (strcmp(json_object_get_string(method), "object.changed") == 0 && s->callback) {
-        s->callback(c, t, params, s->userdata);
+    int64_t t = s->token;
+    /* The application sees its own token, whatever the daemon's is on this connection. */
+    if (s->wire != t) json_object_object_add(params, "token", json_object_new_int64(t));
+    const char *name = json_object_get_string(method);
+    if (strcmp(name, "object.changed") == 0 && s->callback) {
+        json_object *snapshot, *version;
+        if (json_object_object_get_ex(params, "snapshot", &snapshot) && json_object_object_get_ex(snapshot, "version", &version))
+            s->last_version = json_object_get_int64(version);
+        struct lg_subscription copy = *s; /* the callback may invalidate the token */
+        if (copy.once) drop_subscription(c, t); /* the daemon ended it */
+        copy.callback(c, t, params, copy.userdata);
         return 1;
     }
-    const char *name = json_object_get_string(method);
     if ((strcmp(name, "stream.message") == 0 || strcmp(name, "stream.notice") == 0) && s->stream_callback) {
         s->stream_callback(c, t, name, params, s->userdata);
         return 1;
     }
-    if (strcmp(json_object_get_string(method), "collection.changed") == 0 && s->collection_callback) {
+    if (strcmp(name, "collection.changed") == 0 && s->collection_callback) {
         json_object *window = apply_changes(s->window, params);
         if (!window) {
             set_error(c, 0, "a collection.changed notification for token %lld did not fit its window", (long long)t);
@@ -240,11 +272,38 @@ static int deliver(lg_client *c, json_object *msg) {
         }
         json_object_put(s->window);
         s->window = window;
-        struct lg_subscription copy = *s; /* the callback may invalidate the token */
+        struct lg_subscription copy = *s;
+        json_object_get(window); /* kept for the call even if the token ends */
+        if (copy.once) drop_subscription(c, t);
         copy.collection_callback(c, t, params, window, copy.userdata);
+        json_object_put(window);
         return 1;
     }
     return 0;
+}
+
+/* Observes with `params` (owned: kept for lg_reconnect) and records the subscription. Returns its token. */
+static int64_t subscribe(lg_client *c, const char *method, json_object *params, struct lg_subscription sub) {
+    if (grow((void **)&c->subs, &c->capsubs, c->nsubs + 1, sizeof *c->subs) < 0) {
+        json_object_put(params);
+        json_object_put(sub.window);
+        set_error(c, 0, "out of memory");
+        return -1;
+    }
+    json_object *result = call(c, method, json_object_get(params));
+    json_object *token;
+    int64_t t = result && json_object_object_get_ex(result, "token", &token) ? json_object_get_int64(token) : -1;
+    json_object_put(result);
+    if (t <= 0) {
+        json_object_put(params);
+        json_object_put(sub.window);
+        return -1;
+    }
+    sub.token = sub.wire = t;
+    sub.method = method;
+    sub.params = params;
+    c->subs[c->nsubs++] = sub;
+    return t;
 }
 
 /* Sends a request and waits for its answer; returns the result (caller puts it), or NULL with the error set. */
@@ -308,39 +367,81 @@ static json_object *call(lg_client *c, const char *method, json_object *params) 
     }
 }
 
+/* Connects to c->path and says hello as c->name. Returns 0, or -1 with the error set. */
+static int open_connection(lg_client *c) {
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    if (strlen(c->path) >= sizeof addr.sun_path) {
+        set_error(c, 0, "the socket path is too long");
+        return -1;
+    }
+    strcpy(addr.sun_path, c->path);
+    c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&addr, sizeof addr) < 0) {
+        set_error(c, 0, "cannot connect to livegated at %s: %s", c->path, strerror(errno));
+        if (c->fd >= 0) close(c->fd);
+        c->fd = -1;
+        return -1;
+    }
+    c->closed = 0;
+    json_object *params = json_object_new_object();
+    json_object_object_add(params, "client", json_object_new_string(c->name));
+    json_object_object_add(params, "protocol", json_object_new_int(1));
+    json_object *result = call(c, "hello", params);
+    if (!result) return -1;
+    json_object_put(result);
+    return 0;
+}
+
 lg_client *lg_connect(const char *socket_path, const char *client_name, char **error) {
     const char *path = socket_path ? socket_path : getenv("LIVEGATE_SOCKET");
     if (!path) path = "/run/livegate/livegate.sock";
     lg_client *c = calloc(1, sizeof *c);
-    if (!c) {
+    if (c) {
+        c->fd = -1;
+        c->path = strdup(path);
+        c->name = strdup(client_name ? client_name : "liblivegate");
+    }
+    if (!c || !c->path || !c->name) {
         if (error) *error = strdup("out of memory");
+        lg_disconnect(c);
         return NULL;
     }
-    struct sockaddr_un addr = {.sun_family = AF_UNIX};
-    if (strlen(path) >= sizeof addr.sun_path) {
-        if (error) *error = strdup("the socket path is too long");
-        free(c);
-        return NULL;
-    }
-    strcpy(addr.sun_path, path);
-    c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&addr, sizeof addr) < 0) {
-        if (error && asprintf(error, "cannot connect to livegated at %s: %s", path, strerror(errno)) < 0) *error = NULL;
-        if (c->fd >= 0) close(c->fd);
-        free(c);
-        return NULL;
-    }
-    json_object *params = json_object_new_object();
-    json_object_object_add(params, "client", json_object_new_string(client_name ? client_name : "liblivegate"));
-    json_object_object_add(params, "protocol", json_object_new_int(1));
-    json_object *result = call(c, "hello", params);
-    if (!result) {
+    if (open_connection(c) < 0) {
         if (error) *error = strdup(c->error);
         lg_disconnect(c);
         return NULL;
     }
-    json_object_put(result);
     return c;
+}
+
+int lg_reconnect(lg_client *c) {
+    if (c->fd >= 0) close(c->fd);
+    c->fd = -1;
+    c->len = 0;
+    for (size_t i = 0; i < c->nqueued; i++) json_object_put(c->queued[i]);
+    c->nqueued = 0;
+    c->error[0] = '\0';
+    c->error_code = 0;
+    if (open_connection(c) < 0) {
+        c->closed = 1;
+        return -1;
+    }
+    for (size_t i = 0; i < c->nsubs; i++) {
+        struct lg_subscription *s = &c->subs[i];
+        if (s->callback && s->last_version > 0) /* nothing at or below what was delivered comes again */
+            json_object_object_add(s->params, "sinceVersion", json_object_new_int64(s->last_version));
+        if (s->collection_callback) { /* the window is built again from the first page */
+            json_object_put(s->window);
+            s->window = json_object_new_array();
+        }
+        json_object *result = call(c, s->method, json_object_get(s->params));
+        json_object *token;
+        int64_t t = result && json_object_object_get_ex(result, "token", &token) ? json_object_get_int64(token) : -1;
+        json_object_put(result);
+        if (t <= 0) return -1;
+        s->wire = t;
+    }
+    return 0;
 }
 
 int lg_fd(const lg_client *c) { return c->fd; }
@@ -351,21 +452,12 @@ int64_t lg_observe_object(lg_client *c, const char *collection, const char *id, 
         set_error(c, 0, "a callback is required");
         return -1;
     }
-    if (grow((void **)&c->subs, &c->capsubs, c->nsubs + 1, sizeof *c->subs) < 0) {
-        set_error(c, 0, "out of memory");
-        return -1;
-    }
     json_object *params = json_object_new_object();
     json_object_object_add(params, "collection", json_object_new_string(collection));
     json_object_object_add(params, "id", json_object_new_string(id));
     if (once) json_object_object_add(params, "once", json_object_new_boolean(1));
-    json_object *result = call(c, "object.observe", params);
-    if (!result) return -1;
-    json_object *token;
-    int64_t t = json_object_object_get_ex(result, "token", &token) ? json_object_get_int64(token) : -1;
-    json_object_put(result);
-    if (t > 0) c->subs[c->nsubs++] = (struct lg_subscription){.token = t, .callback = callback, .userdata = userdata};
-    return t;
+    return subscribe(c, "object.observe", params,
+                     (struct lg_subscription){.callback = callback, .userdata = userdata, .once = once});
 }
 
 int64_t lg_observe_collection(lg_client *c, const char *collection, const char *query_json, int page_size,
@@ -383,33 +475,26 @@ int64_t lg_observe_collection(lg_client *c, const char *collection, const char *
             return -1;
         }
     }
-    if (grow((void **)&c->subs, &c->capsubs, c->nsubs + 1, sizeof *c->subs) < 0) {
-        json_object_put(query);
-        set_error(c, 0, "out of memory");
-        return -1;
-    }
     json_object *params = json_object_new_object();
     json_object_object_add(params, "collection", json_object_new_string(collection));
     if (query) json_object_object_add(params, "query", query);
     if (page_size > 0) json_object_object_add(params, "pageSize", json_object_new_int(page_size));
     if (anchor_last) json_object_object_add(params, "anchor", json_object_new_string("last"));
     if (once) json_object_object_add(params, "once", json_object_new_boolean(1));
-    json_object *result = call(c, "collection.observe", params);
-    if (!result) return -1;
-    json_object *token;
-    int64_t t = json_object_object_get_ex(result, "token", &token) ? json_object_get_int64(token) : -1;
-    json_object_put(result);
-    if (t > 0) c->subs[c->nsubs++] = (struct lg_subscription){
-            .token = t, .collection_callback = callback, .window = json_object_new_array(), .userdata = userdata};
-    return t;
+    return subscribe(c, "collection.observe", params,
+                     (struct lg_subscription){.collection_callback = callback,
+                                              .window = json_object_new_array(),
+                                              .userdata = userdata,
+                                              .once = once});
 }
 
 int lg_collection_page(lg_client *c, int64_t token, enum lg_page page) {
+    struct lg_subscription *s = find(c, token);
     const char *method = page == LG_PAGE_NEXT       ? "collection.nextPage"
                          : page == LG_PAGE_PREVIOUS ? "collection.previousPage"
                                                     : "collection.resetPage";
     json_object *params = json_object_new_object();
-    json_object_object_add(params, "token", json_object_new_int64(token));
+    json_object_object_add(params, "token", json_object_new_int64(s ? s->wire : token));
     json_object *result = call(c, method, params);
     if (!result) return -1;
     json_object *moved;
@@ -435,22 +520,11 @@ int64_t lg_stream_listen(lg_client *c, const char *stream, const char *follow_us
         set_error(c, -32602, "a stream and a callback are required");
         return -1;
     }
-    if (grow((void **)&c->subs, &c->capsubs, c->nsubs + 1, sizeof *c->subs) < 0) {
-        set_error(c, 0, "out of memory");
-        return -1;
-    }
     json_object *params = json_object_new_object();
     json_object_object_add(params, "stream", json_object_new_string(stream));
     if (follow_user) json_object_object_add(params, "user", json_object_new_string(follow_user));
-    json_object *result = call(c, follow_user ? "stream.follow" : "stream.listen", params);
-    if (!result) return -1;
-    json_object *token;
-    int64_t t = json_object_object_get_ex(result, "token", &token) ? json_object_get_int64(token) : -1;
-    json_object_put(result);
-    if (t > 0)
-        c->subs[c->nsubs++] =
-            (struct lg_subscription){.token = t, .userdata = userdata, .stream_callback = callback};
-    return t;
+    return subscribe(c, follow_user ? "stream.follow" : "stream.listen", params,
+                     (struct lg_subscription){.userdata = userdata, .stream_callback = callback});
 }
 
 int64_t lg_stream_send(lg_client *c, const char *stream, const char *to, const char *message_json) {
@@ -473,16 +547,11 @@ int64_t lg_stream_send(lg_client *c, const char *stream, const char *to, const c
 }
 
 int lg_invalidate(lg_client *c, int64_t token) {
+    struct lg_subscription *s = find(c, token);
     json_object *params = json_object_new_object();
-    json_object_object_add(params, "token", json_object_new_int64(token));
+    json_object_object_add(params, "token", json_object_new_int64(s ? s->wire : token));
     json_object *result = call(c, "token.invalidate", params);
-    for (size_t i = 0; i < c->nsubs; i++) {
-        if (c->subs[i].token == token) {
-            json_object_put(c->subs[i].window);
-            c->subs[i] = c->subs[--c->nsubs];
-            break;
-        }
-    }
+    drop_subscription(c, token);
     if (!result) return -1;
     json_object_put(result);
     return 0;
@@ -546,8 +615,13 @@ void lg_disconnect(lg_client *c) {
     if (c->fd >= 0) close(c->fd);
     for (size_t i = 0; i < c->nqueued; i++) json_object_put(c->queued[i]);
     free(c->queued);
-    for (size_t i = 0; i < c->nsubs; i++) json_object_put(c->subs[i].window);
+    for (size_t i = 0; i < c->nsubs; i++) {
+        json_object_put(c->subs[i].window);
+        json_object_put(c->subs[i].params);
+    }
     free(c->subs);
     free(c->buf);
+    free(c->path);
+    free(c->name);
     free(c);
 }

@@ -1,12 +1,13 @@
 /* livegate-c-example: watch one object, or a query's result, through livegated and print each change as a
  * JSON line. Licensed under the Apache License, Version 2.0.
  *
- * Usage: livegate-c-example [--socket PATH] [--until-version N] COLLECTION ID
+ * Usage: livegate-c-example [--socket PATH] [--until-version N] [--reconnect 1] COLLECTION ID
  *        livegate-c-example [--socket PATH] [--query JSON] [--page-size N] [--pages N] [--until-size N] COLLECTION
  *        livegate-c-example [--socket PATH] --stream NAME [--follow USER] [--post JSON] [--until-count N]
  * An object: exits 0 after showing a snapshot of version N or more (with --until-version).
  * A collection: prints {"ids": [...], "count": ...} after each change; asks for pages until the window holds
  * --pages pages (or no more exist); exits 0 once the window holds N items (with --until-size).
+ * With --reconnect 1, a daemon restart is ridden out: it reconnects (every 100 ms, for up to 30 s) and goes on.
  * A stream: listens to the messages sent to the daemon's user (or follows USER's posts), posts JSON once
  * listening (with --post), prints each message's params, exits 0 after N messages. 1 on any error.
  * It is also the C client's test program: the suite runs it under valgrind against a real daemon. */
@@ -74,6 +75,7 @@ int main(int argc, char **argv) {
     const char *query = NULL;
     int page_size = 0, pages = 1;
     const char *stream = NULL, *follow = NULL, *post = NULL;
+    int reconnect = 0;
     struct watch watch = {0, -1, 0, 0, 0, 0, 0};
     int arg = 1;
     for (; arg < argc && strncmp(argv[arg], "--", 2) == 0; arg += 2) {
@@ -88,6 +90,7 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[arg], "--follow") == 0) follow = argv[arg + 1];
         else if (strcmp(argv[arg], "--post") == 0) post = argv[arg + 1];
         else if (strcmp(argv[arg], "--until-count") == 0) watch.until_count = atoll(argv[arg + 1]);
+        else if (strcmp(argv[arg], "--reconnect") == 0) reconnect = atoi(argv[arg + 1]);
         else break;
     }
     if (stream ? argc != arg : (argc - arg != 2 && argc - arg != 1)) {
@@ -134,6 +137,15 @@ int main(int argc, char **argv) {
             break;
         }
         if (lg_dispatch(client) < 0) {
+            int back = 0;
+            for (int attempt = 0; reconnect && attempt < 300 && !back; attempt++) {
+                poll(NULL, 0, 100);
+                back = lg_reconnect(client) == 0;
+            }
+            if (back) {
+                descriptor.fd = lg_fd(client);
+                continue;
+            }
             fprintf(stderr, "livegate-c-example: %s\n", lg_last_error(client));
             status = 1;
             break;

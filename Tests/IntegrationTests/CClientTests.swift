@@ -129,6 +129,42 @@ private func dispatch(_ client: OpaquePointer, _ seen: Seen, seconds: Double = 2
         withExtendedLifetime(seen) {}
     }
 
+    @Test func aDaemonRestartMidObservationIsResumedByReconnecting() async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        try await cluster.put("notes", "cr", ["v": 1])
+        var error: UnsafeMutablePointer<CChar>?
+        let client = try #require(lg_connect(cluster.socketPath, "c-test", &error))
+        defer { lg_disconnect(client) }
+        let seen = Seen()
+        let userdata = Unmanaged.passUnretained(seen).toOpaque()
+        let token = withExtendedLifetime(seen) { lg_observe_object(client, "notes", "cr", 0, recordChange, userdata) }
+        try await cluster.put("notes", "cr", ["v": 2])
+        #expect(dispatch(client, seen) { seen.changes.contains { $0.contains(#""version":2"#) } })
+
+        // The daemon goes away: dispatch reports the closed connection.
+        #expect(cluster.stopDaemon() == 0)
+        var closed = false
+        for _ in 0..<100 where !closed {
+            var descriptor = pollfd(fd: lg_fd(client), events: Int16(POLLIN), revents: 0)
+            _ = poll(&descriptor, 1, 200)
+            closed = lg_dispatch(client) < 0
+        }
+        #expect(closed)
+        #expect(lg_reconnect(client) == -1, "no daemon yet: one attempt, an error")
+        try await cluster.startDaemon()
+        #expect(lg_reconnect(client) == 0, "\(String(cString: lg_last_error(client)))")
+        let before = seen.changes.count
+        try await cluster.put("notes", "cr", ["v": 3])
+        #expect(dispatch(client, seen) { seen.changes.contains { $0.contains(#""version":3"#) } })
+        let after = Array(seen.changes.dropFirst(before))
+        #expect(!after.contains { $0.contains(#""version":2"#) || $0.contains(#""version":1"#) }, "nothing delivered twice: \(after)")
+        #expect(after.allSatisfy { $0.contains(#""token":\#(token)"#) }, "the same token as before: \(after)")
+        #expect(lg_invalidate(client, token) == 0)
+        withExtendedLifetime(seen) {}
+    }
+
     @Test func connectingToNothingIsAClearError() {
         var error: UnsafeMutablePointer<CChar>?
         let client = lg_connect("/nonexistent/livegate.sock", "c-test", &error)
@@ -241,6 +277,25 @@ private var valgrindAvailable: Bool {
         }
         #expect(seen.contains(#"{"ids":["m0","m1","m2","m3"],"count":5,"size":4}"#), "\(seen)")
         #expect(seen.last == #"{"ids":["m0","m1","m15","m2","m3"],"count":6,"size":5}"#, "\(seen)")
+    }
+
+    @Test func theExampleRidesOutADaemonRestartUnderValgrind() async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        try await cluster.put("notes", "rr", ["v": 1])
+        let restarted = ClusterBox<Bool>()
+        let seen = try await runExampleUnderValgrind(cluster, ["--until-version", "2", "--reconnect", "1", "notes", "rr"]) { line in
+            if restarted.get() == nil, line.contains(#""dataStatus":"fresh""#) {
+                restarted.set(true)
+                #expect(cluster.stopDaemon() == 0)
+                try await cluster.startDaemon()
+                try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+                try await cluster.put("notes", "rr", ["v": 2])
+            }
+        }
+        #expect(seen.last?.contains(#""version":2"#) == true, "\(seen)")
+        #expect(seen.filter { $0.contains(#""version":1"#) && $0.contains(#""dataStatus":"fresh""#) }.count == 1, "v1 not delivered again: \(seen)")
     }
 
     @Test func theExampleListensPostsAndReceivesStreamMessagesUnderValgrind() async throws {

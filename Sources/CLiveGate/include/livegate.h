@@ -114,6 +114,15 @@ const char *lg_last_error(const lg_client *client);
 /* The daemon's error code of the last failed request (JSON-RPC code), or 0. */
 int lg_last_error_code(const lg_client *client);
 
+/* After lg_dispatch returned -1 (the daemon restarted, or closed the connection): connects again to the same
+ * socket and observes every token again, under the same token numbers. An object token is re-observed from
+ * the last version it delivered (nothing at or below it comes again; newer versions and deletions do); a
+ * collection token's window is built again from its first page (its callback sees the items arrive again);
+ * stream tokens listen again (messages sent while disconnected are not replayed to this client). One
+ * attempt: returns 0, or -1 with lg_last_error() set (call it again later, e.g. with a backoff timer). The
+ * descriptor changes: poll lg_fd() anew. */
+int lg_reconnect(lg_client *client);
+
 /* Closes the connection and frees the client. */
 void lg_disconnect(lg_client *client);
 
