@@ -123,6 +123,9 @@ public struct CollectionChangedBody: Codable, Sendable, Equatable {
     public var error: RPCError?
     public var resync: Bool?
     public var reset: Bool?
+    /// The ids of the window's items that include writes of this host the cloud has not confirmed yet,
+    /// sorted (absent when none).
+    public var pendingIds: [String]?
 
     public init(
         count: Int,
@@ -135,7 +138,8 @@ public struct CollectionChangedBody: Codable, Sendable, Equatable {
         loadingStatus: LoadingStatus,
         error: RPCError? = nil,
         resync: Bool? = nil,
-        reset: Bool? = nil
+        reset: Bool? = nil,
+        pendingIds: [String]? = nil
     ) {
         self.count = count
         self.size = size
@@ -148,6 +152,7 @@ public struct CollectionChangedBody: Codable, Sendable, Equatable {
         self.error = error
         self.resync = resync
         self.reset = reset
+        self.pendingIds = pendingIds
     }
 }
 
@@ -165,6 +170,7 @@ public struct CollectionChangedParams: Decodable, Sendable, Equatable {
     public var error: RPCError?
     public var resync: Bool?
     public var reset: Bool?
+    public var pendingIds: [String]?
 
     /// Applies the notification to the window a client holds (`old`, its previous state), giving the new one.
     /// Returns `nil` when the notification does not fit `old` (a bug, or a lost notification).

@@ -65,4 +65,32 @@ import Testing
             #expect(seen.last?.snapshot?.data == ["a": 3, "b": 2])
         }
     }
+
+    @Test func aQueuedWriteShowsInTheWindowsItMatchesAtOnce() async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        let token = try await cluster.login()
+        try await cluster.put("chat", "a", ["room": "r", "at": 10], token: token)
+        try await cluster.put("chat", "c", ["room": "r", "at": 30], token: token)
+        try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "outbox") { daemon in
+            let query = QueryParams(where: ["room": "r"], sort: SortParams(field: "at"))
+            let window = Queue(try await daemon.observeCollection(collection: "chat", query: query).updates)
+            _ = try await elements(window, until: "the window") { $0.change.loadingStatus == .loaded && $0.items.count == 2 }
+
+            // A message sent from here shows at once at its place, marked pending; then the cloud's copy.
+            try await daemon.queueUpdate(collection: "chat", id: "b", data: ["room": "r", "at": 20])
+            let seen = try await elements(window, until: "the confirmed message") { $0.change.pendingIds == nil && $0.items.count == 3 }
+            let pending = try #require(seen.first)
+            #expect(pending.items.map(\.id) == ["a", "b", "c"] && pending.change.pendingIds == ["b"], "\(seen.map(\.change))")
+            #expect(pending.items[1].version == 0)
+            #expect(seen.last?.items[1].version == 1)
+
+            // A rejected write (stale version) shows, then its item comes back as the cloud has it.
+            try await daemon.queueUpdate(collection: "chat", id: "a", data: ["room": "r", "at": 99], ifVersion: 7)
+            let rejected = try await elements(window, until: "the rollback") { $0.change.pendingIds == nil && $0.items.first?.id == "a" }
+            #expect(rejected.first?.items.map(\.id) == ["b", "c", "a"] && rejected.first?.change.pendingIds == ["a"], "\(rejected.map(\.change))")
+            #expect(rejected.last?.items.map(\.id) == ["a", "b", "c"])
+        }
+    }
 }

@@ -35,6 +35,39 @@ struct LiveCollectionStateTests {
         return state
     }
 
+    @Test func aPendingWriteShowsAtItsSortedPlaceThenTheConfirmationReplacesIt() throws {
+        var state = Self.started(hasNext: false)
+        // A new message written here, not confirmed yet (version 0), between a and b.
+        let pendingEmitted = state.pendingChanged("ab", .some(Self.entity("ab", rank: 15, version: 0)))
+        let pending = try #require(pendingEmitted)
+        #expect(pending.items.map(\.id) == ["a", "ab", "b", "c"])
+        #expect(pending.changes.insertions == [1])
+        #expect(pending.pendingIDs == ["ab"])
+        // The cloud's version arrives (as a realtime change), then nothing more is pending.
+        _ = state.remoteChanged(Self.entity("ab", rank: 15, version: 1))
+        let confirmedEmitted = state.pendingChanged("ab", nil)
+        let confirmed = try #require(confirmedEmitted)
+        #expect(confirmed.items.map(\.id) == ["a", "ab", "b", "c"] && confirmed.items[1].version == 1)
+        #expect(confirmed.changes.modifications.map(\.new) == [1], "the pending copy became the cloud's")
+        #expect(confirmed.pendingIDs.isEmpty)
+    }
+
+    @Test func aRejectedPendingWriteTakesItsItemBack() throws {
+        var state = Self.started(hasNext: false)
+        // b moved past c by a local write, then the cloud refuses it.
+        let movedEmitted = state.pendingChanged("b", .some(Self.entity("b", rank: 40)))
+        let moved = try #require(movedEmitted)
+        #expect(moved.items.map(\.id) == ["a", "c", "b"] && moved.pendingIDs == ["b"])
+        let backEmitted = state.pendingChanged("b", nil)
+        let back = try #require(backEmitted)
+        #expect(back.items.map(\.id) == ["a", "b", "c"])
+        #expect(back.pendingIDs.isEmpty)
+        // A pending deletion leaves the window; a pending write that stops matching too.
+        let goneEmitted = state.pendingChanged("a", .some(nil))
+        let gone = try #require(goneEmitted)
+        #expect(gone.items.map(\.id) == ["b", "c"] && gone.changes.deletions == [0])
+    }
+
     @Test func emissionOrderIsStartedThenFetched() throws {
         var state = LiveCollectionState(window: CollectionWindow(query: Self.query))
         let firstEmission = state.started(cached: nil, fetching: true)

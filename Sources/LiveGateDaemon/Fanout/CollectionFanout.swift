@@ -84,7 +84,8 @@ extension CollectionChangedBody {
             loadingStatus: LiveGateProtocol.LoadingStatus(rawValue: change.loadingStatus.rawValue) ?? .error,
             error: change.error.map(RPCError.init),
             resync: change.resync ? true : nil,
-            reset: reset ? true : nil
+            reset: reset ? true : nil,
+            pendingIds: change.pendingIDs.isEmpty ? nil : change.pendingIDs.sorted()
         )
     }
 }

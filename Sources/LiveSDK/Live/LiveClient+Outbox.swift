@@ -25,6 +25,7 @@ extension LiveClient {
         let key = try Self.checkedWrite(collection: collection, id: id, change)
         let outboxID = try await cache.enqueue(key, change, ifVersion: ifVersion)
         observations[key]?.apply { $0.localWrite(outboxID, change) }
+        await pendingChanged(key)
         outboxSignal.yield()
         return outboxID
     }
@@ -97,6 +98,7 @@ extension LiveClient {
                 }
                 observations[entry.key]?.apply { $0.writeConfirmed(entry.id, entity) }
                 collectionsChanged(entity)
+                await pendingChanged(entry.key)
                 await releaseHeldChanges()
                 await cacheStored(1)
                 finish(entry.id, .success(entity))
@@ -121,6 +123,7 @@ extension LiveClient {
                     logger.error("removing a rejected write from the outbox failed", metadata: ["error": "\(error)"])
                 }
                 observations[entry.key]?.apply { $0.writeRejected(entry.id, error) }
+                await pendingChanged(entry.key)
                 await releaseHeldChanges()
                 finish(entry.id, .failure(error))
             }
@@ -132,6 +135,27 @@ extension LiveClient {
             continuation.resume(
                 throwing: LiveError(code: .cloudUnavailable, message: "the engine stopped before the cloud confirmed the write; it stays queued")
             )
+        }
+    }
+
+    /// Shows the object's pending writes in the windows of its collection: the confirmed entity with the
+    /// outbox's writes of it applied, at its sorted place (or nothing more pending).
+    private func pendingChanged(_ key: EntityKey) async {
+        guard collectionObservations.keys.contains(where: { $0.query.collection == key.collection }) else { return }
+        var overlay: Entity??
+        do {
+            let writes = try await cache.outbox(of: key)
+            if !writes.isEmpty {
+                let stored = try await cache.entity(key)
+                let base = stored?.deleted == true ? nil : stored
+                overlay = .some(writes.reduce(base) { $1.write.applied(to: $0, key: key) })
+            }
+        } catch {
+            logger.error("reading pending writes failed", metadata: ["key": "\(key)", "error": "\(error)"])
+            return
+        }
+        for (window, observation) in collectionObservations where window.query.collection == key.collection {
+            observation.apply { $0.pendingChanged(key.id, overlay) }
         }
     }
 

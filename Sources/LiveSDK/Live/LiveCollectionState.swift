@@ -55,6 +55,9 @@ public struct LiveCollectionChange: Sendable, Equatable {
     /// Identifies this emission: every observer that receives the same change gets the same value (a
     /// consumer can encode it once for all of them); no two different changes share one.
     public var emission: Int
+    /// The ids of the window's items that include writes of this host the cloud has not confirmed yet
+    /// (their version is the confirmed one; 0 for an object not created yet).
+    public var pendingIDs: Set<String> = []
 
     public init(
         items: [Entity],
@@ -100,8 +103,13 @@ public struct LiveCollectionChange: Sendable, Equatable {
 /// Changes that stop matching leave; deletions leave.
 public struct LiveCollectionState: Sendable {
     public let window: CollectionWindow
+    /// What observers see: `confirmed` with the pending writes placed over it.
     public private(set) var current: LiveCollectionChange
     public private(set) var hasStarted = false
+    /// The window as the cloud confirmed it.
+    private var confirmed: LiveCollectionChange
+    /// Writes of this host not yet confirmed, by object id: the object as they make it (`nil`: deleted).
+    private var pending: [String: Entity?] = [:]
 
     public init(window: CollectionWindow) {
         self.window = window
@@ -114,6 +122,7 @@ public struct LiveCollectionState: Sendable {
             dataStatus: .notExist,
             loadingStatus: .notLoading
         )
+        confirmed = current
     }
 
     /// A window seeded from another one's state (paging): the same items and statuses, no emission.
@@ -122,20 +131,58 @@ public struct LiveCollectionState: Sendable {
         current = seed
         current.changes = ChangeSet()
         current.resync = false
+        current.pendingIDs = []
+        confirmed = current
         hasStarted = true
     }
 
+    /// Items compare whole: a pending write changes the data under the same version.
     static func changes(from old: [Entity], to new: [Entity]) -> ChangeSet {
-        ChangeSet.between(old: old.map(\.id), new: new.map(\.id)) { old[$0].version != new[$1].version }
+        ChangeSet.between(old: old.map(\.id), new: new.map(\.id)) { old[$0] != new[$1] }
     }
 
-    private mutating func emit(_ next: LiveCollectionChange, force: Bool = false) -> LiveCollectionChange? {
-        var next = next
+    /// The object `id` as this host's unconfirmed writes make it (`.some(nil)`: deleted), or `nil` when no
+    /// write of it is pending any more. Observers see it at its sorted place, marked in `pendingIDs`.
+    public mutating func pendingChanged(_ id: String, _ overlay: Entity??) -> LiveCollectionChange? {
+        if let overlay { pending[id] = overlay } else { pending[id] = nil }
+        guard hasStarted else { return nil }
+        return emit(confirmed)
+    }
+
+    /// Where `entity` goes in `items` (sorted by the query), or `nil` when that place is outside the window.
+    private func place(_ entity: Entity, in items: [Entity], hasNext: Bool, hasPrevious: Bool) -> Int? {
+        let query = window.query
+        let position = query.position(of: entity)
+        var low = 0
+        var high = items.count
+        while low < high {
+            let middle = (low + high) / 2
+            if query.areInIncreasingOrder(query.position(of: items[middle]), position) { low = middle + 1 } else { high = middle }
+        }
+        return (low > 0 || !hasPrevious) && (low < items.count || !hasNext) ? low : nil
+    }
+
+    /// Makes `base` the confirmed state, and emits it with the pending writes placed over it when that
+    /// differs from what observers saw (or `force`).
+    private mutating func emit(_ base: LiveCollectionChange, force: Bool = false) -> LiveCollectionChange? {
+        confirmed = base
+        confirmed.changes = ChangeSet()
+        confirmed.resync = false
+        var next = base
+        next.pendingIDs = []
+        for (id, overlay) in pending.sorted(by: { $0.key < $1.key }) {
+            next.items.removeAll { $0.id == id }
+            guard let entity = overlay else { continue }
+            if window.query.matches(entity), let index = place(entity, in: next.items, hasNext: next.hasNext, hasPrevious: next.hasPrevious) {
+                next.items.insert(entity, at: index)
+                next.pendingIDs.insert(id)
+            }
+        }
         next.changes = Self.changes(from: current.items, to: next.items)
         let statusesChanged =
             next.dataStatus != current.dataStatus || next.loadingStatus != current.loadingStatus || next.error != current.error
             || next.count != current.count || next.hasNext != current.hasNext || next.hasPrevious != current.hasPrevious
-        guard force || statusesChanged || !next.changes.isEmpty || next.resync else { return nil }
+        guard force || statusesChanged || !next.changes.isEmpty || next.resync || next.pendingIDs != current.pendingIDs else { return nil }
         current = next
         let emitted = current
         current.resync = false
@@ -147,7 +194,7 @@ public struct LiveCollectionState: Sendable {
         -> LiveCollectionChange?
     {
         hasStarted = true
-        var next = current
+        var next = confirmed
         if let cached {
             next.items = cached.items
             next.count = cached.count
@@ -160,13 +207,13 @@ public struct LiveCollectionState: Sendable {
     }
 
     public mutating func fetchStarted() -> LiveCollectionChange? {
-        var next = current
+        var next = confirmed
         next.loadingStatus = .loading
         return emit(next)
     }
 
     public mutating func fetchSucceeded(items: [Entity], count: Int, hasNext: Bool, hasPrevious: Bool) -> LiveCollectionChange? {
-        var next = current
+        var next = confirmed
         next.items = items
         next.count = count
         next.hasNext = hasNext
@@ -178,7 +225,7 @@ public struct LiveCollectionState: Sendable {
     }
 
     public mutating func fetchFailed(_ error: LiveError) -> LiveCollectionChange? {
-        var next = current
+        var next = confirmed
         next.loadingStatus = .error
         next.error = error
         if next.dataStatus == .notExist { next.dataStatus = .error }
@@ -187,7 +234,7 @@ public struct LiveCollectionState: Sendable {
 
     /// Continuity with the cloud was lost: a resync notice (with `loading`); the refetch's outcome follows.
     public mutating func resyncStarted() -> LiveCollectionChange? {
-        var next = current
+        var next = confirmed
         next.loadingStatus = .loading
         next.resync = true
         return emit(next)
@@ -197,27 +244,19 @@ public struct LiveCollectionState: Sendable {
     public mutating func remoteChanged(_ entity: Entity) -> LiveCollectionChange? {
         guard hasStarted, entity.collection == window.query.collection else { return nil }
         let query = window.query
-        var items = current.items
+        var items = confirmed.items
         let oldIndex = items.firstIndex { $0.id == entity.id }
         if let oldIndex {
             guard items[oldIndex].version < entity.version else { return nil }
             items.remove(at: oldIndex)
         }
         let matches = query.matches(entity)
-        if matches {
-            let position = query.position(of: entity)
-            var low = 0
-            var high = items.count
-            while low < high {
-                let middle = (low + high) / 2
-                if query.areInIncreasingOrder(query.position(of: items[middle]), position) { low = middle + 1 } else { high = middle }
-            }
-            let inside = (low > 0 || !current.hasPrevious) && (low < items.count || !current.hasNext)
-            if inside { items.insert(entity, at: low) }
+        if matches, let index = place(entity, in: items, hasNext: confirmed.hasNext, hasPrevious: confirmed.hasPrevious) {
+            items.insert(entity, at: index)
         }
-        var next = current
+        var next = confirmed
         next.items = items
-        if !current.hasNext && !current.hasPrevious {
+        if !confirmed.hasNext && !confirmed.hasPrevious {
             next.count = items.count
         } else if oldIndex != nil && !matches {
             next.count -= 1
