@@ -1,5 +1,6 @@
 // Licensed under the Apache License, Version 2.0.
 
+import LiveChangeSet
 import LiveGateProtocol
 
 extension LiveGateConnection {
@@ -37,6 +38,74 @@ extension LiveGateConnection {
                         // The daemon went away: tell the observer, then try again.
                     }
                     if let notice = filter.disconnected() { continuation.yield(notice) }
+                    failures += 1
+                    let base = min(5.0, 0.1 * Double(1 << min(failures - 1, 6)))
+                    do {
+                        try await Task.sleep(for: .seconds(base * Double.random(in: 0.5...1.0)))
+                    } catch {
+                        break
+                    }
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+}
+
+extension LiveGateConnection {
+    /// Observes a query's first page for as long as the stream is consumed, across daemon restarts and
+    /// lost connections (reconnecting as ``observeObjectResiliently(socketPath:client:collection:id:)`` does).
+    /// When the connection is lost the observer gets the window it has with `loadingStatus: loading`; the
+    /// first update after a reconnection has `reset: true` — its changes start from an empty window and
+    /// carry the whole window again (changes made meanwhile included), so a consumer that applies change
+    /// sets replaces what it holds. The stream ends with an error only when the daemon refuses the
+    /// observation itself.
+    public static func observeCollectionResiliently(
+        socketPath: String = LiveGateConnection.defaultSocketPath,
+        client: String,
+        collection: String,
+        query: QueryParams? = nil,
+        pageSize: Int? = nil
+    ) -> AsyncThrowingStream<CollectionUpdate, any Error> {
+        AsyncThrowingStream { continuation in
+            let task = Task {
+                var last: CollectionUpdate?
+                var failures = 0
+                while !Task.isCancelled {
+                    do {
+                        try await withConnection(socketPath: socketPath, client: client) { connection in
+                            let observation = try await connection.observeCollection(collection: collection, query: query, pageSize: pageSize)
+                            var first = true
+                            for try await update in observation.updates {
+                                failures = 0
+                                var change = update.change
+                                if first { change.reset = true }  // a new token's window starts from empty
+                                first = false
+                                let delivered = CollectionUpdate(change: change, items: update.items)
+                                last = delivered
+                                continuation.yield(delivered)
+                            }
+                        }
+                    } catch let error as LiveGateError
+                        where error.code != nil && error.code != .cloudUnavailable
+                        && error.code != .limitExceeded
+                    {
+                        continuation.finish(throwing: error)
+                        return
+                    } catch {
+                        // The daemon went away: tell the observer, then try again.
+                    }
+                    if let seen = last, seen.change.loadingStatus != .loading {
+                        var notice = seen.change
+                        notice.changes = ChangeSet()
+                        notice.items = [:]
+                        notice.reset = nil
+                        notice.loadingStatus = .loading
+                        let update = CollectionUpdate(change: notice, items: seen.items)
+                        last = update
+                        continuation.yield(update)
+                    }
                     failures += 1
                     let base = min(5.0, 0.1 * Double(1 << min(failures - 1, 6)))
                     do {

@@ -51,6 +51,44 @@ import Testing
     }
 }
 
+/// A query's window across a daemon restart: the observer sees loading, then the whole window again
+/// (`reset`), changes made meanwhile included, and every update applies to the window it held.
+@Suite(.serialized) struct ResilientCollectionTests {
+    @Test func aWindowOutlivesADaemonRestart() async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        let token = try await cluster.login()
+        try await cluster.put("chat", "a", ["room": "r", "at": 10], token: token)
+        let stream = LiveGateConnection.observeCollectionResiliently(
+            socketPath: cluster.socketPath,
+            client: "resilient",
+            collection: "chat",
+            query: QueryParams(where: ["room": "r"], sort: SortParams(field: "at"))
+        )
+        let updates = Queue(stream)
+        _ = try await elements(updates, until: "the window") { $0.change.loadingStatus == .loaded && $0.items.count == 1 }
+
+        #expect(cluster.stopDaemon() == 0)
+        let lost = try await elements(updates, until: "the loss of the daemon") { $0.change.loadingStatus == .loading }
+        #expect(lost.last?.items.map(\.id) == ["a"], "the window it had, loading")
+        try await cluster.put("chat", "b", ["room": "r", "at": 20], token: token)
+        _ = try await cluster.startDaemon()
+        let back = try await elements(updates, until: "the window again, with b") {
+            $0.items.map(\.id) == ["a", "b"] && $0.change.loadingStatus == .loaded
+        }
+        #expect(back.first?.change.reset == true, "the first update after the restart replaces the window")
+        // A consumer that applies every change set to what it holds ends with the same window.
+        var held = lost.last?.items ?? []
+        for update in back {
+            held = try #require(update.change.apply(to: held), "\(update.change)")
+            #expect(held.map(\.id) == update.items.map(\.id))
+        }
+        try await cluster.put("chat", "c", ["room": "r", "at": 30], token: token)
+        _ = try await elements(updates, until: "c, live") { $0.items.map(\.id) == ["a", "b", "c"] }
+    }
+}
+
 @Suite struct ResumeFilterTests {
     static func change(_ version: Int64?, _ data: DataStatus, _ loading: LoadingStatus) -> ObjectChangedParams {
         ObjectChangedParams(
