@@ -193,7 +193,8 @@ final class CacheStore: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let text = String(decoding: try encoder.encode(entity.data), as: UTF8.self)
-        try db.execute(
+        // A cached (prepared once) statement: this runs for every realtime event.
+        try db.cachedStatement(
             sql: """
                 INSERT INTO entity (collection, id, version, data, createdAt, updatedAt, deleted, lastAccess)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -201,7 +202,8 @@ final class CacheStore: Sendable {
                     version = excluded.version, data = excluded.data, createdAt = excluded.createdAt,
                     updatedAt = excluded.updatedAt, deleted = excluded.deleted, lastAccess = excluded.lastAccess
                 WHERE excluded.version > entity.version
-                """,
+                """
+        ).execute(
             arguments: [
                 entity.collection, entity.id, entity.version, text, entity.createdAt, entity.updatedAt,
                 entity.deleted, Date().timeIntervalSince1970,
