@@ -24,15 +24,15 @@ final class FeedFanout: Sendable {
     var encodedBodies: Int { encoded.count }
 
     /// Subscribes a connection's token to the collection's changes; nothing is written for it before
-    /// ``FeedSubscription/open()``.
+    /// ``GatedSubscription/open()``.
     /// - Throws: ``LiveError`` when the cloud refuses.
-    func subscribe(collection: String, outbox: ConnectionOutbox, token: Int64) async throws(LiveError) -> FeedSubscription {
+    func subscribe(collection: String, outbox: ConnectionOutbox, token: Int64) async throws(LiveError) -> GatedSubscription {
         let gate = NotificationGate(outbox: outbox, token: token)
         let prefix = NotificationFrame.prefix(method: NotificationMethod.feedEvent, token: token)
         let sdkToken = try await engine.subscribeFeed(collection: collection) { [self] delivery in
             if let body = body(delivery) { gate.pass(prefix, body) }
         }
-        return FeedSubscription(sdkToken: sdkToken, gate: gate)
+        return GatedSubscription(sdkToken: sdkToken, gate: gate)
     }
 
     private func body(_ delivery: LiveFeedDelivery) -> ByteBuffer? {
@@ -49,13 +49,4 @@ final class FeedFanout: Sendable {
         case .error(let error): FeedEventBody(event: .error, error: RPCError(error))
         }
     }
-}
-
-/// A connection token's feed subscription.
-struct FeedSubscription: Sendable {
-    let sdkToken: NotificationToken
-    let gate: NotificationGate
-
-    /// Lets the token's events through (those that arrived before are written first, in order).
-    func open() { gate.open() }
 }

@@ -1,5 +1,6 @@
 // Licensed under the Apache License, Version 2.0.
 
+import LiveSDK
 import NIOCore
 import Synchronization
 
@@ -40,4 +41,14 @@ final class NotificationGate: Sendable {
             }
         }
     }
+}
+
+/// A connection token behind a gate (a stream listener, a feed subscription): the SDK's token and the gate
+/// its notifications wait behind until the token's answer is queued.
+struct GatedSubscription: Sendable {
+    let sdkToken: NotificationToken
+    let gate: NotificationGate
+
+    /// Lets the token's notifications through (those that arrived before are written first, in order).
+    func open() { gate.open() }
 }

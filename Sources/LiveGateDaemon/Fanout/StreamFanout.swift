@@ -24,10 +24,10 @@ final class StreamFanout: Sendable {
     var encodedBodies: Int { encoded.count }
 
     /// Listens for a connection's token: to the daemon user's own messages (`user` nil) or to what `user`
-    /// posts. Nothing is written for the token before ``StreamSubscription/open()``, so the client learns
+    /// posts. Nothing is written for the token before ``GatedSubscription/open()``, so the client learns
     /// the token (the answer, queued by the caller in between) before its first message.
     /// - Throws: ``LiveError`` when the cloud refuses (not a subscriber, no such stream).
-    func subscribe(stream: String, user: String?, outbox: ConnectionOutbox, token: Int64) async throws(LiveError) -> StreamSubscription {
+    func subscribe(stream: String, user: String?, outbox: ConnectionOutbox, token: Int64) async throws(LiveError) -> GatedSubscription {
         let gate = NotificationGate(outbox: outbox, token: token)
         let messagePrefix = NotificationFrame.prefix(method: NotificationMethod.streamMessage, token: token)
         let noticePrefix = NotificationFrame.prefix(method: NotificationMethod.streamNotice, token: token)
@@ -48,7 +48,7 @@ final class StreamFanout: Sendable {
         } else {
             sdkToken = try await live.listen(handler)
         }
-        return StreamSubscription(sdkToken: sdkToken, gate: gate)
+        return GatedSubscription(sdkToken: sdkToken, gate: gate)
     }
 
     private func body(_ message: StreamMessage, seq: Int64) -> ByteBuffer? {
@@ -58,15 +58,6 @@ final class StreamFanout: Sendable {
             )
         }
     }
-}
-
-/// A connection token's stream listener.
-struct StreamSubscription: Sendable {
-    let sdkToken: NotificationToken
-    let gate: NotificationGate
-
-    /// Lets the token's messages through (those that arrived before are written first, in order).
-    func open() { gate.open() }
 }
 
 extension StreamSendResult {

@@ -233,18 +233,26 @@ struct RequestHandler {
         guard EntityKey.isValidName(request.collection) else {
             throw RPCError(code: .invalidParams, message: "params.collection must be 1-128 characters of A-Z a-z 0-9 _ - .")
         }
+        try await gatedToken(id) { [context, connection] token throws(LiveError) in
+            try await context.feeds.subscribe(collection: request.collection, outbox: connection.outbox, token: token)
+        }
+    }
+
+    /// A token whose subscription the cloud may refuse (streams, feeds): allocated first (its notifications
+    /// wait behind the subscription's gate), answered once subscribed, given back when refused.
+    private func gatedToken(_ id: RequestID, _ subscribe: (Int64) async throws(LiveError) -> GatedSubscription) async throws {
         try checkTokenLimit()
         let token = connection.allocateToken()
-        let subscription: FeedSubscription
+        let subscription: GatedSubscription
         do {
-            subscription = try await context.feeds.subscribe(collection: request.collection, outbox: connection.outbox, token: token)
+            subscription = try await subscribe(token)
         } catch {
             connection.endToken(token)
             throw error
         }
         connection.respond(result: TokenResult(token: token), id: id)
         subscription.open()
-        connection.tokenSubscribed(token, .feed(subscription))
+        connection.tokenSubscribed(token, .gated(subscription))
     }
 
     // MARK: Streams
@@ -274,18 +282,9 @@ struct RequestHandler {
             )
         }
         try Self.checkStreamNames(request.stream, request.user)
-        try checkTokenLimit()
-        let token = connection.allocateToken()
-        let subscription: StreamSubscription
-        do {
-            subscription = try await context.streams.subscribe(stream: request.stream, user: request.user, outbox: connection.outbox, token: token)
-        } catch {
-            connection.endToken(token)
-            throw error
+        try await gatedToken(id) { [context, connection] token throws(LiveError) in
+            try await context.streams.subscribe(stream: request.stream, user: request.user, outbox: connection.outbox, token: token)
         }
-        connection.respond(result: TokenResult(token: token), id: id)
-        subscription.open()
-        connection.tokenSubscribed(token, .stream(subscription))
     }
 
     private func streamAccess(_ id: RequestID, _ params: JSONValue?, grant: Bool) async throws {
