@@ -119,7 +119,7 @@ public struct QueryPosition: Hashable, Sendable, Codable {
 
     /// The rank of a value's kind in the order: null, then numbers and booleans, then text (strings, and
     /// arrays and objects as their compact JSON text, as SQLite's `json_extract` gives them).
-    var kindRank: Int {
+    public var kindRank: Int {
         switch value {
         case .null: 0
         case .bool, .number: 1
@@ -127,7 +127,7 @@ public struct QueryPosition: Hashable, Sendable, Codable {
         }
     }
 
-    var numeric: Double {
+    public var numeric: Double {
         switch value {
         case .bool(let b): b ? 1 : 0
         case .number(let n): n

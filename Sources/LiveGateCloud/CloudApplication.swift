@@ -5,27 +5,81 @@ import HummingbirdWebSocket
 import LiveCloudAPI
 import Logging
 import NIOCore
+import PostgresNIO
+import ServiceLifecycle
 import Synchronization
 
-/// Builds the reference cloud: REST + WebSocket realtime over one SQLite file.
+/// Runs the reference cloud — REST + WebSocket realtime over its storage — until SIGTERM or SIGINT, then
+/// shuts down gracefully.
 ///
 /// ```swift
-/// let app = try buildCloudApplication(configuration, logger: logger) { port in print("listening on \(port)") }
-/// try await app.runService()
+/// try await runCloud(configuration, logger: logger) { port in print("listening on \(port)") }
 /// ```
 /// - Parameter onListening: called with the bound port once the server accepts connections.
-public func buildCloudApplication(
+public func runCloud(
     _ configuration: CloudConfiguration,
     logger: Logger,
     onListening: @escaping @Sendable (Int) async -> Void = { _ in }
-) throws -> some ApplicationProtocol {
-    let hubBox = HubBox()
-    let store = try EntityStore(path: configuration.databasePath, eventRetention: configuration.eventRetention) { seq, event in
-        hubBox.hub?.publish(seq: seq, event: event)
+) async throws {
+    switch configuration.storage {
+    case .sqlite(let path):
+        // SQLite calls the hub right after each commit; the hub needs the log's head first.
+        let hubBox = HubBox()
+        let store = try SQLiteStore(path: path, eventRetention: configuration.eventRetention) { seq, event in
+            hubBox.hub?.publish(seq: seq, event: event)
+        }
+        defer { try? store.close() }
+        let hub = RealtimeHub(lastPublished: try await store.lastSeq())
+        hubBox.hub = hub
+        let app = try await buildCloudApplication(configuration, store: store, hub: hub, services: [], logger: logger, onListening: onListening)
+        try await app.runService()
+    case .postgres(let postgres):
+        let client = PostgresClient(configuration: postgres, backgroundLogger: logger)
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask { await client.run() }
+            // The client retries connecting for ever; at start, a database that never answers is an error.
+            let store = try await withThrowingTaskGroup(of: PostgresStore?.self) { opening in
+                opening.addTask { try await PostgresStore(client: client, eventRetention: configuration.eventRetention, logger: logger) }
+                opening.addTask {
+                    try await Task.sleep(for: configuration.storageConnectTimeout)
+                    return nil
+                }
+                defer { opening.cancelAll() }
+                guard let store = try await opening.next() ?? nil else {
+                    throw CloudStorageError(
+                        "PostgreSQL did not answer within \(configuration.storageConnectTimeout) (the connection errors are logged above)"
+                    )
+                }
+                return store
+            }
+            let head = try await store.lastSeq()
+            let hub = RealtimeHub(lastPublished: head)
+            let pump = PostgresEventPump(store: store, hub: hub, after: head)
+            let app = try await buildCloudApplication(
+                configuration,
+                store: store,
+                hub: hub,
+                services: [pump],
+                logger: logger,
+                onListening: onListening
+            )
+            try await app.runService()
+            group.cancelAll()  // ends client.run()
+        }
     }
-    let hub = RealtimeHub(lastPublished: try store.lastSeq())
-    try store.createStreams(configuration.streams)
-    hubBox.hub = hub
+}
+
+/// The application over a store and its hub: routes, fault injection when configured, and `services`
+/// run beside the server (and shut down with it).
+func buildCloudApplication(
+    _ configuration: CloudConfiguration,
+    store: any CloudStore,
+    hub: RealtimeHub,
+    services: [any Service],
+    logger: Logger,
+    onListening: @escaping @Sendable (Int) async -> Void
+) async throws -> some ApplicationProtocol {
+    for stream in configuration.streams { _ = try await store.createStream(stream) }
     let auth = AuthService(
         users: configuration.users,
         tokenLifetime: configuration.tokenLifetime,
@@ -48,9 +102,24 @@ public func buildCloudApplication(
         router: router,
         server: .http1WebSocketUpgrade(webSocketRouter: router),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "livegate-cloud"),
+        services: services,
         onServerRunning: { channel in await onListening(channel.localAddress?.port ?? configuration.port) },
         logger: logger
     )
+}
+
+/// Publishes what PostgreSQL's event log commits — this instance's writes and every other instance's — to
+/// this instance's hub, until graceful shutdown.
+struct PostgresEventPump: Service {
+    let store: PostgresStore
+    let hub: RealtimeHub
+    let after: Int64
+
+    func run() async throws {
+        try await cancelWhenGracefulShutdown {
+            await store.runEventPump(after: after) { seq, event in hub.publish(seq: seq, event: event) }
+        }
+    }
 }
 
 /// The hub, set once it exists: the store needs a publisher before the hub can learn the store's last seq.

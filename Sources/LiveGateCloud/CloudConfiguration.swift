@@ -14,8 +14,10 @@ public struct CloudConfiguration: Sendable {
     public var host: String
     /// 0 picks a free port; the bound port is reported through `onListening`.
     public var port: Int
-    /// The SQLite file that holds entities and the event log.
-    public var databasePath: String
+    /// Where entities, streams and the event log live.
+    public var storage: CloudStorage
+    /// How long to wait at start for PostgreSQL to answer before giving up.
+    public var storageConnectTimeout: Duration
     public var users: [User]
     /// How long an access token is valid.
     public var tokenLifetime: Duration
@@ -41,7 +43,8 @@ public struct CloudConfiguration: Sendable {
     public init(
         host: String = "127.0.0.1",
         port: Int = 8080,
-        databasePath: String,
+        storage: CloudStorage,
+        storageConnectTimeout: Duration = .seconds(30),
         users: [User],
         tokenLifetime: Duration = .seconds(3600),
         refreshLifetime: Duration = .seconds(30 * 86400),
@@ -56,7 +59,8 @@ public struct CloudConfiguration: Sendable {
     ) {
         self.host = host
         self.port = port
-        self.databasePath = databasePath
+        self.storage = storage
+        self.storageConnectTimeout = storageConnectTimeout
         self.users = users
         self.tokenLifetime = tokenLifetime
         self.refreshLifetime = refreshLifetime

@@ -10,10 +10,40 @@ import Logging
 struct LivegateCloud: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "livegate-cloud",
-        abstract: "The livegate reference cloud: REST + WebSocket realtime over SQLite.",
+        abstract: "The livegate reference cloud: REST + WebSocket realtime over SQLite or PostgreSQL.",
         subcommands: [Serve.self, Seed.self],
         defaultSubcommand: Serve.self
     )
+}
+
+/// Where the data lives: a SQLite file, or a PostgreSQL database that several instances share.
+struct StorageOptions: ParsableArguments {
+    @Option(help: "SQLite file holding entities and the event log (created if missing).")
+    var database: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "PostgreSQL database instead of SQLite, as a URL: postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?host=/socket/dir&sslmode=disable|prefer|require] (PGPASSWORD is used when the URL has no password).",
+            valueName: "url"
+        )
+    )
+    var postgres: String?
+
+    func validate() throws {
+        guard (database == nil) != (postgres == nil) else {
+            throw ValidationError("say where the data lives: --database FILE or --postgres URL (one of them)")
+        }
+    }
+
+    func storage() throws -> CloudStorage {
+        if let postgres {
+            do { return try .postgres(url: postgres) } catch { throw ValidationError("--postgres: \(error)") }
+        }
+        return .sqlite(path: database ?? "")
+    }
+
+    /// Where the data lives, for messages (never with a password).
+    var location: String { database ?? "PostgreSQL database \(postgres.map(CloudStorage.redacted) ?? "")" }
 }
 
 /// `livegate-cloud seed --demo --database FILE`: the demo social model.
@@ -22,8 +52,7 @@ struct Seed: AsyncParsableCommand {
         abstract: "Write data into the database: with --demo, the social model of the reference documents."
     )
 
-    @Option(help: "SQLite file holding entities and the event log (created if missing).")
-    var database: String
+    @OptionGroup var storage: StorageOptions
 
     @Flag(help: "The demo data: users, communities, members, channels, messages, posts, comments, reactions, follows.")
     var demo = false
@@ -33,8 +62,8 @@ struct Seed: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let created = try await DemoSeed.write(databasePath: database)
-        print("seeded \(created) objects into \(database)")
+        let created = try await DemoSeed.write(into: try storage.storage(), logger: Logger(label: "livegate-cloud.seed"))
+        print("seeded \(created) objects into \(storage.location)")
     }
 }
 
@@ -48,8 +77,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "TCP port to listen on (0 picks a free one; the bound port is printed).")
     var port = 8080
 
-    @Option(help: "SQLite file holding entities and the event log (created if missing).")
-    var database: String
+    @OptionGroup var storage: StorageOptions
 
     @Option(help: "File with one 'username:password' per line (the password in clear or as a bcrypt hash, $2b$...).")
     var usersFile: String
@@ -105,7 +133,7 @@ struct Serve: AsyncParsableCommand {
         let configuration = CloudConfiguration(
             host: host,
             port: port,
-            databasePath: database,
+            storage: try storage.storage(),
             users: users,
             tokenLifetime: .seconds(tokenLifetime),
             refreshLifetime: .seconds(refreshLifetime),
@@ -117,11 +145,10 @@ struct Serve: AsyncParsableCommand {
             streams: streams,
             streamMessageLimit: streamMessageLimit
         )
-        let app = try buildCloudApplication(configuration, logger: logger) { port in
+        try await runCloud(configuration, logger: logger) { port in
             // One line on stdout, for scripts and tests that wait for the server.
             FileHandle.standardOutput.write(Data("livegate-cloud listening on \(configuration.host):\(port)\n".utf8))
         }
-        try await app.runService()
     }
 
     static func readUsers(_ path: String) throws -> [CloudConfiguration.User] {

@@ -10,7 +10,6 @@ import WSClient
 
 /// The cloud's realtime protocol, spoken directly over a real WebSocket: resuming with `since`.
 @Suite(.serialized) struct RealtimeResumeTests {
-    /// Runs `body` on one realtime connection; `body` sends requests and reads decoded server messages.
     func withRealtime(
         _ cluster: TestCluster,
         token: String,
@@ -18,19 +17,7 @@ import WSClient
             @escaping @Sendable (_ send: @Sendable (RealtimeClientMessage) async throws -> Void, _ next: () async throws -> RealtimeServerMessage)
             async throws -> Void
     ) async throws {
-        var configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 24)
-        configuration.additionalHeaders[.authorization] = "Bearer \(token)"
-        let url = cluster.cloudURL.replacingOccurrences(of: "http://", with: "ws://") + CloudPath.realtime
-        try await WebSocketClient.connect(url: url, configuration: configuration, logger: Logger(label: "test")) { inbound, outbound, _ in
-            var iterator = inbound.messages(maxSize: 1 << 24).makeAsyncIterator()
-            try await body(
-                { request in try await outbound.write(.text(String(decoding: try JSONEncoder().encode(request), as: UTF8.self))) },
-                {
-                    guard case .text(let text) = try await iterator.next() else { throw ClusterError("the realtime connection closed") }
-                    return try JSONDecoder().decode(RealtimeServerMessage.self, from: Data(text.utf8))
-                }
-            )
-        }
+        try await withRealtimeConnection(to: cluster.cloudURL, token: token, body)
     }
 
     let topic = Topic.object(EntityKey(collection: "notes", id: "r"))

@@ -37,8 +37,14 @@ final class TestCluster: Sendable {
         return packageRoot.appendingPathComponent(".build/debug").path
     }
 
-    private init(directory: String, cloud: Process, cloudPort: Int, notifyFD: Int32) {
+    private let storageArguments: [String]
+    private let cloudArguments: [String]
+    private let otherClouds = Mutex<[Process]>([])
+
+    private init(directory: String, cloud: Process, cloudPort: Int, notifyFD: Int32, storageArguments: [String], cloudArguments: [String]) {
         self.directory = directory
+        self.storageArguments = storageArguments
+        self.cloudArguments = cloudArguments
         self.cloud = cloud
         self.cloudURL = "http://127.0.0.1:\(cloudPort)"
         self.socketPath = directory + "/livegate.sock"
@@ -48,41 +54,71 @@ final class TestCluster: Sendable {
     }
 
     /// Starts the cloud and (unless `startDaemon` is false) the daemon, each waited for by its own readiness signal.
-    /// - Parameter otherUsers: more cloud users, with the same password as the daemon's.
+    /// - Parameters:
+    ///   - otherUsers: more cloud users, with the same password as the daemon's.
+    ///   - backend: the cloud's storage: a SQLite file in the directory, or a new database on the test run's
+    ///     private PostgreSQL server.
     static func start(
         startDaemon: Bool = true,
         under base: String = "/tmp",
         cloudArguments: [String] = [],
-        otherUsers: [String] = []
+        otherUsers: [String] = [],
+        backend: CloudBackend = .default
     ) async throws -> TestCluster {
         var template = Array("\(base)/lgtest-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw ClusterError("mkdtemp failed") }
         let directory = String(cString: made)
         try ([username] + otherUsers).map { "\($0):\(password)\n" }.joined().write(toFile: directory + "/users", atomically: true, encoding: .utf8)
         try "\(password)\n".write(toFile: directory + "/password", atomically: true, encoding: .utf8)
+        let storageArguments =
+            switch backend {
+            case .sqlite: ["--database", directory + "/cloud.sqlite"]
+            case .postgres: ["--postgres", try PrivatePostgres.shared.createDatabase()]
+            }
+        let (cloud, port) = try await launchCloud(in: directory, arguments: storageArguments + cloudArguments, log: "cloud.log")
+        let notifyFD = try bindDatagramSocket(directory + "/notify.sock")
+        let cluster = TestCluster(
+            directory: directory,
+            cloud: cloud,
+            cloudPort: port,
+            notifyFD: notifyFD,
+            storageArguments: storageArguments,
+            cloudArguments: cloudArguments
+        )
+        if startDaemon { try await cluster.startDaemon() }
+        return cluster
+    }
 
+    /// Starts `livegate-cloud` with `arguments` (after the port, users file and fault injection) and waits
+    /// for the port it reports. Its standard error goes to `log` in `directory`.
+    private static func launchCloud(in directory: String, arguments: [String], log: String) async throws -> (Process, Int) {
         let cloud = Process()
         cloud.executableURL = URL(fileURLWithPath: binDirectory + "/livegate-cloud")
-        cloud.arguments =
-            [
-                "--port", "0", "--database", directory + "/cloud.sqlite", "--users-file", directory + "/users", "--fault-injection",
-            ] + cloudArguments
+        cloud.arguments = ["--port", "0", "--users-file", directory + "/users", "--fault-injection"] + arguments
         let stdout = Pipe()
         cloud.standardOutput = stdout
-        FileManager.default.createFile(atPath: directory + "/cloud.log", contents: nil)
-        cloud.standardError = FileHandle(forWritingAtPath: directory + "/cloud.log")
+        FileManager.default.createFile(atPath: directory + "/" + log, contents: nil)
+        cloud.standardError = FileHandle(forWritingAtPath: directory + "/" + log)
         let lines = LineReader(stdout.fileHandleForReading)
         try cloud.run()
         let port = try await withTimeout(.seconds(30), "livegate-cloud did not report its port") { () -> Int in
             for await line in lines.lines {
                 if let range = line.range(of: "listening on 127.0.0.1:"), let port = Int(line[range.upperBound...]) { return port }
             }
-            throw ClusterError("livegate-cloud exited before listening")
+            throw ClusterError(
+                "livegate-cloud exited before listening: \((try? String(contentsOfFile: directory + "/" + log, encoding: .utf8)) ?? "")"
+            )
         }
-        let notifyFD = try bindDatagramSocket(directory + "/notify.sock")
-        let cluster = TestCluster(directory: directory, cloud: cloud, cloudPort: port, notifyFD: notifyFD)
-        if startDaemon { try await cluster.startDaemon() }
-        return cluster
+        return (cloud, port)
+    }
+
+    /// A second `livegate-cloud` on the same storage and arguments (for PostgreSQL: another instance sharing
+    /// the database). Returns its base URL; `stop()` stops it too.
+    func startAnotherCloud() async throws -> String {
+        let number = otherClouds.withLock { $0.count + 2 }
+        let (process, port) = try await Self.launchCloud(in: directory, arguments: storageArguments + cloudArguments, log: "cloud\(number).log")
+        otherClouds.withLock { $0.append(process) }
+        return "http://127.0.0.1:\(port)"
     }
 
     /// The arguments `startDaemon` gives `livegated` before `extraArguments`.
@@ -182,8 +218,10 @@ final class TestCluster: Sendable {
 
     func stop() {
         stopDaemon()
-        if cloud.isRunning { cloud.terminate() }
-        cloud.waitUntilExit()
+        for process in [cloud] + otherClouds.withLock({ $0 }) {
+            if process.isRunning { process.terminate() }
+            process.waitUntilExit()
+        }
         close(notifyFD)
         if ProcessInfo.processInfo.environment["LIVEGATE_KEEP_TEST_DIRS"] == nil {
             try? FileManager.default.removeItem(atPath: directory)
@@ -237,8 +275,15 @@ final class TestCluster: Sendable {
     }
 
     /// A raw REST call: the status and the body as text, whatever they are.
-    func call(_ method: HTTPMethod, _ path: String, json: String? = nil, token: String? = nil) async throws -> (status: Int, body: String) {
-        var request = HTTPClientRequest(url: cloudURL + path)
+    /// - Parameter baseURL: another cloud instance's URL (`startAnotherCloud()`), instead of the first's.
+    func call(
+        _ method: HTTPMethod,
+        _ path: String,
+        json: String? = nil,
+        token: String? = nil,
+        on baseURL: String? = nil
+    ) async throws -> (status: Int, body: String) {
+        var request = HTTPClientRequest(url: (baseURL ?? cloudURL) + path)
         request.method = method
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
         if let json { request.body = .bytes(ByteBuffer(string: json)) }

@@ -112,7 +112,7 @@ final class RealtimeHub: Sendable {
         to topic: Topic,
         ref: Int64,
         since: Int64,
-        from store: EntityStore
+        from store: any CloudStore
     ) async throws {
         let subscription = SubscriptionKey(subscriber: subscriber.id, topic: topic)
         let registered = state.withLock { state -> Int64? in

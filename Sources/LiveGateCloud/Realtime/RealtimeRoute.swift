@@ -12,7 +12,7 @@ struct RealtimeRoute: Sendable {
     let auth: AuthService
     let permissions: Permissions
     let hub: RealtimeHub
-    let store: EntityStore
+    let store: any CloudStore
     let faults: FaultInjector?
 
     func register(on router: Router<BasicWebSocketRequestContext>) {

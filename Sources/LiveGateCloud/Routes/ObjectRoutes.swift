@@ -11,7 +11,7 @@ import LiveJSON
 struct ObjectRoutes: Sendable {
     let auth: AuthService
     let permissions: Permissions
-    let store: EntityStore
+    let store: any CloudStore
     let hub: RealtimeHub
     let maxBodyBytes: Int
 
@@ -61,11 +61,11 @@ struct ObjectRoutes: Sendable {
         }
 
         router.put("/v1/collections/:collection/objects/:id") { request, context -> Response in
-            try await writeData(request, context, what: "a JSON object", change: EntityStore.Change.replace)
+            try await writeData(request, context, what: "a JSON object", change: EntityChange.replace)
         }
 
         router.patch("/v1/collections/:collection/objects/:id") { request, context -> Response in
-            try await writeData(request, context, what: "a JSON merge patch object", change: EntityStore.Change.merge)
+            try await writeData(request, context, what: "a JSON merge patch object", change: EntityChange.merge)
         }
 
         router.delete("/v1/collections/:collection/objects/:id") { request, context -> Response in
@@ -94,7 +94,7 @@ struct ObjectRoutes: Sendable {
         _ request: Request,
         _ context: BasicWebSocketRequestContext,
         what: String,
-        change: (JSONValue) -> EntityStore.Change
+        change: (JSONValue) -> EntityChange
     ) async throws -> Response {
         let user = try auth.user(for: request)
         let key = try Self.key(context)
@@ -104,7 +104,7 @@ struct ObjectRoutes: Sendable {
         return try Self.respond(try await store.write(key, change(body.data), ifVersion: body.ifVersion), key, body.ifVersion)
     }
 
-    private static func respond(_ outcome: EntityStore.WriteOutcome, _ key: EntityKey, _ ifVersion: Int64?) throws -> Response {
+    private static func respond(_ outcome: WriteOutcome, _ key: EntityKey, _ ifVersion: Int64?) throws -> Response {
         switch outcome {
         case .created(let entity): return try JSONResponse.make(.created, entity)
         case .updated(let entity), .deleted(let entity): return try JSONResponse.make(.ok, entity)

@@ -14,7 +14,7 @@ import LiveJSON
 struct StreamRoutes: Sendable {
     let auth: AuthService
     let admins: Set<String>
-    let store: EntityStore
+    let store: any CloudStore
     let messageLimit: Int
 
     func register(on router: Router<BasicWebSocketRequestContext>) {

@@ -2,22 +2,23 @@
 
 import LiveCloudAPI
 import LiveJSON
+import Logging
 
 /// The social model of the reference documents as data in generic collections: users, communities and their
 /// members, channels and messages, posts with comments and reactions, follows. For demos and manual tests.
 public enum DemoSeed {
-    /// Writes the demo data into the database at `databasePath` (creating it if needed); objects that
-    /// exist already are left as they are. Returns how many objects it created. Every write is an event
-    /// in the log, as if a user had made it.
-    public static func write(databasePath: String) async throws -> Int {
-        let store = try EntityStore(path: databasePath) { _, _ in }
-        defer { try? store.close() }
-        var created = 0
-        for (collection, id, data) in entities {
-            let outcome = try await store.write(EntityKey(collection: collection, id: id), .replace(data), ifVersion: 0)
-            if case .created = outcome { created += 1 }
+    /// Writes the demo data into `storage` (creating a SQLite file if needed); objects that exist already
+    /// are left as they are. Returns how many objects it created. Every write is an event in the log, as if
+    /// a user had made it.
+    public static func write(into storage: CloudStorage, logger: Logger) async throws -> Int {
+        try await storage.withStore(logger: logger) { store in
+            var created = 0
+            for (collection, id, data) in entities {
+                let outcome = try await store.write(EntityKey(collection: collection, id: id), .replace(data), ifVersion: 0)
+                if case .created = outcome { created += 1 }
+            }
+            return created
         }
-        return created
     }
 
     static var entities: [(String, String, JSONValue)] {

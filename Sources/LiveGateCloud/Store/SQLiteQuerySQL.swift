@@ -4,13 +4,13 @@ import GRDB
 import LiveCloudAPI
 import LiveJSON
 
-/// The SQL form of a `CollectionQuery`: its filter, its order and its keyset comparisons.
+/// The SQLite form of a `CollectionQuery`: its filter, its order and its keyset comparisons.
 ///
 /// An item's place in the order is the triple `(hasValue, value, id)`: `hasValue` is 0 for a missing or
 /// `null` sort field, so those come first; `value` is the field as `json_extract` gives it (booleans as 0/1,
 /// numbers compared numerically, strings and JSON text by bytes), which is the order `QueryPosition`
 /// implements in Swift. Field names are validated (`CollectionQuery.isValidField`) before they reach SQL.
-struct QuerySQL {
+struct SQLiteQuerySQL {
     let query: CollectionQuery
     let filter: String
     let filterArguments: StatementArguments

@@ -5,36 +5,10 @@ import GRDB
 import LiveCloudAPI
 import LiveJSON
 
-/// What the event log holds: a write of an entity, or a message sent on a stream.
-enum LoggedEvent: Sendable, Equatable {
-    case entity(Entity)
-    case message(StreamMessage)
-
-    /// The topics that hear of it.
-    var topics: [Topic] {
-        switch self {
-        case .entity(let entity): [.object(entity.key), .collection(entity.collection)]
-        case .message(let message): [.stream(message.stream, user: message.to)]
-        }
-    }
-
-    func serverMessage(seq: Int64, topic: Topic) -> RealtimeServerMessage {
-        switch self {
-        case .entity(let entity): .event(seq: seq, topic: topic, entity: entity)
-        case .message(let message): .event(seq: seq, topic: topic, message: message)
-        }
-    }
-}
-
-/// Entities, streams and the durable event log, in one SQLite file (WAL).
-///
-/// Every write and every stream message appends an event with a global sequence number in the same
-/// transaction, and the event is handed to `onCommit` only after the commit, in commit order, so subscribers
-/// never see a write that was rolled back and never see two events out of order.
-///
-/// A stream message's log row has `collection` = `$stream/<stream>` (never a valid collection name), `id` =
-/// the recipient, `version` = 0 and the message as its `entity` text.
-final class EntityStore: Sendable {
+/// Entities, streams and the durable event log, in one SQLite file (WAL): the default store, for one
+/// instance. SQLite serializes writers, so commit order is sequence order, and `onCommit` runs right after
+/// each commit (GRDB's `afterNextTransaction`).
+final class SQLiteStore: CloudStore {
     let pool: DatabasePool
     let onCommit: @Sendable (_ seq: Int64, _ event: LoggedEvent) -> Void
     /// How many events the log keeps; older ones are pruned (a subscriber resuming from before them is told to resync).
@@ -49,74 +23,45 @@ final class EntityStore: Sendable {
         try Self.migrator.migrate(pool)
     }
 
-    /// The sequence number of the last event written (0 when none was).
-    func lastSeq() throws -> Int64 {
-        try pool.read { db in try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'event'") ?? 0 }
+    func lastSeq() async throws -> Int64 {
+        try await pool.read { db in try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'event'") ?? 0 }
     }
 
-    /// The log row's `collection` for messages of a stream.
-    static func logCollection(ofStream stream: String) -> String { "$stream/" + stream }
-
-    /// The events of a topic (one object, a whole collection, or a user's messages on a stream) with
-    /// `after < seq <= upTo`, in order, and the oldest sequence number the log still holds (`nil` when it holds none).
     func events(of topic: Topic, after: Int64, upTo: Int64) async throws -> (events: [(seq: Int64, event: LoggedEvent)], oldest: Int64?) {
         try await pool.read { db in
             let oldest = try Int64.fetchOne(db, sql: "SELECT MIN(seq) FROM event")
-            let rows: [Row]
-            switch topic {
-            case .object(let key):
-                rows = try Row.fetchAll(
-                    db,
-                    sql: "SELECT seq, entity FROM event WHERE collection = ? AND id = ? AND seq > ? AND seq <= ? ORDER BY seq",
-                    arguments: [key.collection, key.id, after, upTo]
-                )
-            case .collection(let collection):
-                rows = try Row.fetchAll(
-                    db,
-                    sql: "SELECT seq, entity FROM event WHERE collection = ? AND seq > ? AND seq <= ? ORDER BY seq",
-                    arguments: [collection, after, upTo]
-                )
-            case .stream(let stream, let user):
-                rows = try Row.fetchAll(
-                    db,
-                    sql: "SELECT seq, entity FROM event WHERE collection = ? AND id = ? AND seq > ? AND seq <= ? ORDER BY seq",
-                    arguments: [Self.logCollection(ofStream: stream), user, after, upTo]
-                )
-            }
+            let (collection, id) = topic.logRows
+            let rows =
+                if let id {
+                    try Row.fetchAll(
+                        db,
+                        sql: "SELECT seq, collection, entity FROM event WHERE collection = ? AND id = ? AND seq > ? AND seq <= ? ORDER BY seq",
+                        arguments: [collection, id, after, upTo]
+                    )
+                } else {
+                    try Row.fetchAll(
+                        db,
+                        sql: "SELECT seq, collection, entity FROM event WHERE collection = ? AND seq > ? AND seq <= ? ORDER BY seq",
+                        arguments: [collection, after, upTo]
+                    )
+                }
             let events = try rows.map { row -> (seq: Int64, event: LoggedEvent) in
-                let text: String = row["entity"]
-                let event: LoggedEvent =
-                    if case .stream = topic {
-                        .message(try JSONDecoder().decode(StreamMessage.self, from: Data(text.utf8)))
-                    } else {
-                        .entity(try JSONDecoder().decode(Entity.self, from: Data(text.utf8)))
-                    }
-                return (row["seq"], event)
+                (row["seq"], try LoggedEvent(collection: row["collection"], text: row["entity"]))
             }
             return (events, oldest)
         }
     }
 
-    /// One page of a query's result, with the total count and the cursors around it (see `CollectionQuery`
-    /// for the order, which the SQL here must follow exactly).
     func query(_ query: CollectionQuery, page: PageRequest, limit: Int) async throws -> QueryPage {
-        let sql = QuerySQL(query)
+        let sql = SQLiteQuerySQL(query)
         return try await pool.read { db in
             let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM entity WHERE \(sql.filter)", arguments: sql.filterArguments) ?? 0
             var condition = sql.filter
             var arguments = sql.filterArguments
-            let forward: Bool
-            switch page {
-            case .first, .last:
-                forward = page == .first
-            case .after(let position):
-                forward = true
-                condition += " AND \(sql.comparison(after: true))"
-                arguments += sql.arguments(for: position)
-            case .before(let position):
-                forward = false
-                condition += " AND \(sql.comparison(after: false))"
-                arguments += sql.arguments(for: position)
+            let (forward, beyond) = page.reading
+            if let beyond {
+                condition += " AND \(sql.comparison(after: forward))"
+                arguments += sql.arguments(for: beyond)
             }
             let rows = try Row.fetchAll(
                 db,
@@ -192,62 +137,19 @@ final class EntityStore: Sendable {
         }
     }
 
-    /// What a write does to an object.
-    enum Change: Sendable {
-        /// Create or replace the data.
-        case replace(JSONValue)
-        /// Merge a JSON merge patch (RFC 7386) into the existing data.
-        case merge(JSONValue)
-        /// Delete: the entity becomes a tombstone (no data, `deleted: true`) with the next version.
-        case delete
-    }
-
-    enum WriteOutcome: Sendable {
-        case created(Entity)
-        case updated(Entity)
-        case deleted(Entity)
-        /// `merge` or `delete` of an object that does not exist (or is already deleted).
-        case notFound
-        case conflict(currentVersion: Int64)
-    }
-
-    /// Writes one object; with `ifVersion`, only if the stored version is exactly that (0: "does not
-    /// exist"). Versions grow by one with every write, deletions and re-creations included.
-    func write(_ key: EntityKey, _ change: Change, ifVersion: Int64?) async throws -> WriteOutcome {
-        let now = Self.timestamp()
+    func write(_ key: EntityKey, _ change: EntityChange, ifVersion: Int64?) async throws -> WriteOutcome {
+        let now = StoreText.timestamp()
         return try await pool.write { db -> WriteOutcome in
             let current = try Row.fetchOne(
                 db,
                 sql: "SELECT * FROM entity WHERE collection = ? AND id = ?",
                 arguments: [key.collection, key.id]
             ).map(Self.entity(from:))
-            let currentVersion = current?.version ?? 0
-            let existing = current.flatMap { $0.deleted ? nil : $0 }
-            if let ifVersion, ifVersion != (existing?.version ?? 0) {
-                return .conflict(currentVersion: existing?.version ?? 0)
+            let entity: Entity
+            switch change.apply(to: current, key: key, ifVersion: ifVersion, now: now) {
+            case .refuse(let outcome): return outcome
+            case .store(let stored): entity = stored
             }
-            let data: JSONValue
-            switch change {
-            case .replace(let replacement):
-                data = replacement
-            case .merge(let patch):
-                guard let existing else { return .notFound }
-                data = existing.data.merging(patch: patch)
-            case .delete:
-                guard existing != nil else { return .notFound }
-                data = .object([:])
-            }
-            let deleted: Bool
-            if case .delete = change { deleted = true } else { deleted = false }
-            let entity = Entity(
-                collection: key.collection,
-                id: key.id,
-                version: currentVersion + 1,
-                data: data,
-                createdAt: existing?.createdAt ?? now,
-                updatedAt: now,
-                deleted: deleted
-            )
             try db.execute(
                 sql: """
                     INSERT INTO entity (collection, id, version, data, createdAt, updatedAt, deleted)
@@ -256,17 +158,16 @@ final class EntityStore: Sendable {
                         createdAt = excluded.createdAt, updatedAt = excluded.updatedAt, deleted = excluded.deleted
                     """,
                 arguments: [
-                    key.collection, key.id, entity.version, try Self.encode(entity.data), entity.createdAt, entity.updatedAt,
+                    key.collection, key.id, entity.version, try StoreText.encode(entity.data), entity.createdAt, entity.updatedAt,
                     entity.deleted,
                 ]
             )
             try db.execute(
                 sql: "INSERT INTO event (collection, id, version, entity) VALUES (?, ?, ?, ?)",
-                arguments: [key.collection, key.id, entity.version, try Self.encode(entity)]
+                arguments: [key.collection, key.id, entity.version, try StoreText.encode(entity)]
             )
             _ = try self.appended(db, .entity(entity))
-            if deleted { return .deleted(entity) }
-            return existing == nil ? .created(entity) : .updated(entity)
+            return EntityChange.outcome(storing: entity, over: current)
         }
     }
 
@@ -295,16 +196,5 @@ final class EntityStore: Sendable {
             updatedAt: row["updatedAt"],
             deleted: row["deleted"]
         )
-    }
-
-    static func encode(_ value: some Encodable) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(value), as: UTF8.self)
-    }
-
-    /// RFC 3339 UTC with milliseconds.
-    static func timestamp(_ date: Date = Date()) -> String {
-        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
     }
 }

@@ -1,0 +1,194 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Foundation
+import LiveCloudAPI
+import LiveJSON
+
+/// Where the cloud keeps entities, streams and the durable event log: one SQLite file (`SQLiteStore`, the
+/// default) or a PostgreSQL database that several instances share (`PostgresStore`).
+///
+/// Both keep the same promises, which the routes and the realtime hub rely on:
+/// - every write and every stream message appends an event with a global sequence number in the same
+///   transaction;
+/// - committed events reach the store's `onCommit` once each, in sequence order, and only after the commit
+///   (so subscribers never see a write that was rolled back, nor two events out of order) — for PostgreSQL
+///   that includes the events other instances commit;
+/// - the log keeps at least the last `eventRetention` events.
+protocol CloudStore: Sendable {
+    /// The sequence number of the last event written (0 when none was).
+    func lastSeq() async throws -> Int64
+
+    /// The events of a topic (one object, a whole collection, or a user's messages on a stream) with
+    /// `after < seq <= upTo`, in order, and the oldest sequence number the log still holds (`nil` when it holds none).
+    func events(of topic: Topic, after: Int64, upTo: Int64) async throws -> (events: [(seq: Int64, event: LoggedEvent)], oldest: Int64?)
+
+    /// One page of a query's result, with the total count and the cursors around it (in the order
+    /// `CollectionQuery` specifies, which each store's SQL must follow exactly).
+    func query(_ query: CollectionQuery, page: PageRequest, limit: Int) async throws -> QueryPage
+
+    /// The entity, or its tombstone; `nil` when it never existed.
+    func get(_ key: EntityKey) async throws -> Entity?
+
+    /// Writes one object; with `ifVersion`, only if the stored version is exactly that (0: "does not
+    /// exist"). Versions grow by one with every write, deletions and re-creations included.
+    func write(_ key: EntityKey, _ change: EntityChange, ifVersion: Int64?) async throws -> WriteOutcome
+
+    /// Creates the stream; `false` when it existed already.
+    func createStream(_ name: String) async throws -> Bool
+    func streamNames() async throws -> [String]
+    /// The user's ACL on the stream (empty when none was granted); `nil` when there is no such stream.
+    func acl(stream: String, user: String) async throws -> StreamACL?
+    /// Replaces the user's ACL on the stream; `false` when there is no such stream.
+    func setACL(_ acl: StreamACL, stream: String, user: String) async throws -> Bool
+    /// Appends a message from `from` to `to` on the stream, if the recipient's ACL lets the sender publish
+    /// to them; the check and the append are one transaction.
+    func send(_ message: JSONValue, stream: String, from: String, to: String) async throws -> StreamSendOutcome
+}
+
+/// What the event log holds: a write of an entity, or a message sent on a stream.
+///
+/// A stream message's log row has `collection` = `$stream/<stream>` (never a valid collection name), `id` =
+/// the recipient, `version` = 0 and the message as its `entity` text.
+enum LoggedEvent: Sendable, Equatable {
+    case entity(Entity)
+    case message(StreamMessage)
+
+    /// The topics that hear of it.
+    var topics: [Topic] {
+        switch self {
+        case .entity(let entity): [.object(entity.key), .collection(entity.collection)]
+        case .message(let message): [.stream(message.stream, user: message.to)]
+        }
+    }
+
+    func serverMessage(seq: Int64, topic: Topic) -> RealtimeServerMessage {
+        switch self {
+        case .entity(let entity): .event(seq: seq, topic: topic, entity: entity)
+        case .message(let message): .event(seq: seq, topic: topic, message: message)
+        }
+    }
+
+    /// The log row's `collection` for messages of a stream.
+    static func logCollection(ofStream stream: String) -> String { "$stream/" + stream }
+
+    /// Decodes a log row: its `collection` says whether `text` is a stream message or an entity.
+    init(collection: String, text: String) throws {
+        if collection.hasPrefix("$stream/") {
+            self = .message(try JSONDecoder().decode(StreamMessage.self, from: Data(text.utf8)))
+        } else {
+            self = .entity(try JSONDecoder().decode(Entity.self, from: Data(text.utf8)))
+        }
+    }
+}
+
+extension Topic {
+    /// Which log rows hold the topic's events: those of its `collection` and, for an object or a stream's
+    /// recipient, of its `id`.
+    var logRows: (collection: String, id: String?) {
+        switch self {
+        case .object(let key): (key.collection, key.id)
+        case .collection(let collection): (collection, nil)
+        case .stream(let stream, let user): (LoggedEvent.logCollection(ofStream: stream), user)
+        }
+    }
+}
+
+extension PageRequest {
+    /// How a store reads the page: along the query's order (`forward`) or against it, and from beyond which
+    /// position (`nil` for the first or last page). Rows past `beyond` are those `after: forward` of it.
+    var reading: (forward: Bool, beyond: QueryPosition?) {
+        switch self {
+        case .first: (true, nil)
+        case .last: (false, nil)
+        case .after(let position): (true, position)
+        case .before(let position): (false, position)
+        }
+    }
+}
+
+/// What a write does to an object.
+enum EntityChange: Sendable {
+    /// Create or replace the data.
+    case replace(JSONValue)
+    /// Merge a JSON merge patch (RFC 7386) into the existing data.
+    case merge(JSONValue)
+    /// Delete: the entity becomes a tombstone (no data, `deleted: true`) with the next version.
+    case delete
+
+    /// What a write decides, given the stored row.
+    enum Decision: Sendable {
+        case store(Entity)
+        case refuse(WriteOutcome)
+    }
+
+    /// What the change makes of the stored row `current` (an entity, a tombstone or nothing): the entity to
+    /// store, or the outcome that refuses the write. Both stores decide through here, inside their write
+    /// transaction.
+    func apply(to current: Entity?, key: EntityKey, ifVersion: Int64?, now: String) -> Decision {
+        let existing = current.flatMap { $0.deleted ? nil : $0 }
+        if let ifVersion, ifVersion != (existing?.version ?? 0) {
+            return .refuse(.conflict(currentVersion: existing?.version ?? 0))
+        }
+        let data: JSONValue
+        switch self {
+        case .replace(let replacement):
+            data = replacement
+        case .merge(let patch):
+            guard let existing else { return .refuse(.notFound) }
+            data = existing.data.merging(patch: patch)
+        case .delete:
+            guard existing != nil else { return .refuse(.notFound) }
+            data = .object([:])
+        }
+        let deleted: Bool
+        if case .delete = self { deleted = true } else { deleted = false }
+        return .store(
+            Entity(
+                collection: key.collection,
+                id: key.id,
+                version: (current?.version ?? 0) + 1,
+                data: data,
+                createdAt: existing?.createdAt ?? now,
+                updatedAt: now,
+                deleted: deleted
+            )
+        )
+    }
+
+    /// The outcome of a write that stored `entity`, which replaced `current`.
+    static func outcome(storing entity: Entity, over current: Entity?) -> WriteOutcome {
+        if entity.deleted { return .deleted(entity) }
+        return current == nil || current?.deleted == true ? .created(entity) : .updated(entity)
+    }
+}
+
+enum WriteOutcome: Sendable {
+    case created(Entity)
+    case updated(Entity)
+    case deleted(Entity)
+    /// `merge` or `delete` of an object that does not exist (or is already deleted).
+    case notFound
+    case conflict(currentVersion: Int64)
+}
+
+enum StreamSendOutcome: Sendable, Equatable {
+    case sent(SentStreamMessage)
+    case noStream
+    /// The sender is not among the recipient's publishers.
+    case forbidden
+}
+
+/// Encodings both stores write.
+enum StoreText {
+    /// JSON with sorted keys, as stored and as sent.
+    static func encode(_ value: some Encodable) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    /// RFC 3339 UTC with milliseconds.
+    static func timestamp(_ date: Date = Date()) -> String {
+        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+    }
+}

@@ -1,0 +1,245 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Foundation
+import LiveCloudAPI
+import LiveJSON
+import Logging
+import PostgresNIO
+
+/// Entities, streams and the durable event log in PostgreSQL, which several `livegate-cloud` instances may
+/// share: each delivers the realtime events of all.
+///
+/// Ordering. Every transaction that appends to the log first takes one advisory lock
+/// (`pg_advisory_xact_lock`, released by its commit or rollback), so sequence numbers are given out and
+/// committed in the same order: when seq N is visible, every lower seq that will ever commit is visible too.
+/// That serializes writers as SQLite does, and it is what lets any instance publish the log in order.
+///
+/// Publishing. A transaction that appends an event also sends `NOTIFY livegate_events` (delivered on
+/// commit). Each instance's ``runEventPump(after:publish:)`` listens, and on every notification reads the log
+/// after the last seq it published and hands each event to the hub in order — its own writes and the
+/// other instances' alike, one path for both. After (re)connecting it reads what it missed before
+/// listening again, so a dropped database connection delays events but loses none.
+final class PostgresStore: CloudStore {
+    let client: PostgresClient
+    let logger: Logger
+    /// How many events the log keeps; older ones are pruned (a subscriber resuming from before them is told to resync).
+    let eventRetention: Int64
+    /// The channel `NOTIFY` wakes the event pumps on.
+    static let channel = "livegate_events"
+    /// The advisory lock every log-appending transaction holds ("livegate").
+    static let writeLock: Int64 = 0x6c69_7665_6761_7465
+
+    /// Opens the store on a running client (`client.run()` must be going), applying missing migrations.
+    init(client: PostgresClient, eventRetention: Int64 = 100_000, logger: Logger) async throws {
+        self.client = client
+        self.logger = logger
+        self.eventRetention = max(eventRetention, 1)
+        try await PostgresSchema.migrate(client, logger: logger)
+    }
+
+    func lastSeq() async throws -> Int64 {
+        try await single(Int64.self, "SELECT coalesce(max(seq), 0)::bigint FROM event") ?? 0
+    }
+
+    func events(of topic: Topic, after: Int64, upTo: Int64) async throws -> (events: [(seq: Int64, event: LoggedEvent)], oldest: Int64?) {
+        let (collection, id) = topic.logRows
+        // One snapshot for the rows and the log's oldest seq.
+        return try await client.withTransaction(logger: logger) { connection in
+            try await connection.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ", logger: logger)
+            var oldest: Int64?
+            for try await value in try await connection.query("SELECT min(seq) FROM event", logger: logger).decode(Int64?.self) {
+                oldest = value
+            }
+            let rows: PostgresRowSequence =
+                if let id {
+                    try await connection.query(
+                        """
+                        SELECT seq, collection, entity FROM event
+                        WHERE collection = \(collection) AND id = \(id) AND seq > \(after) AND seq <= \(upTo) ORDER BY seq
+                        """,
+                        logger: logger
+                    )
+                } else {
+                    try await connection.query(
+                        "SELECT seq, collection, entity FROM event WHERE collection = \(collection) AND seq > \(after) AND seq <= \(upTo) ORDER BY seq",
+                        logger: logger
+                    )
+                }
+            var events: [(seq: Int64, event: LoggedEvent)] = []
+            for try await (seq, collection, text) in rows.decode((Int64, String, String).self) {
+                events.append((seq, try LoggedEvent(collection: collection, text: text)))
+            }
+            return (events, oldest)
+        }
+    }
+
+    func query(_ query: CollectionQuery, page: PageRequest, limit: Int) async throws -> QueryPage {
+        let sql = PostgresQuerySQL(query: query)
+        // One snapshot for the count, the page and the cursors.
+        return try await client.withTransaction(logger: logger) { connection in
+            try await connection.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ", logger: logger)
+            var counting = PostgresStatement("SELECT count(*) FROM entity WHERE ")
+            sql.filter(&counting)
+            var count = 0
+            for try await value in try await connection.query(counting.query, logger: logger).decode(Int.self) { count = value }
+
+            var selecting = PostgresStatement("SELECT \(Self.entityColumns) FROM entity WHERE ")
+            sql.filter(&selecting)
+            let (forward, beyond) = page.reading
+            if let beyond {
+                selecting.append(" AND ")
+                sql.comparison(after: forward, beyond, &selecting)
+            }
+            selecting.append(" ORDER BY \(sql.order(forward: forward)) LIMIT \(selecting.bind(limit))")
+            var items = try await Self.entities(try await connection.query(selecting.query, logger: logger))
+            if !forward { items.reverse() }
+
+            func exists(after: Bool, _ entity: Entity) async throws -> Bool {
+                var probing = PostgresStatement("SELECT EXISTS (SELECT 1 FROM entity WHERE ")
+                sql.filter(&probing)
+                probing.append(" AND ")
+                sql.comparison(after: after, query.position(of: entity), &probing)
+                probing.append(")")
+                var found = false
+                for try await value in try await connection.query(probing.query, logger: logger).decode(Bool.self) { found = value }
+                return found
+            }
+            var nextCursor: String?
+            var previousCursor: String?
+            if let last = items.last, try await exists(after: true, last) { nextCursor = query.position(of: last).cursor }
+            if let first = items.first, try await exists(after: false, first) { previousCursor = query.position(of: first).cursor }
+            return QueryPage(items: items, count: count, nextCursor: nextCursor, previousCursor: previousCursor)
+        }
+    }
+
+    func get(_ key: EntityKey) async throws -> Entity? {
+        try await Self.entities(
+            try await client.query(
+                "SELECT \(unescaped: Self.entityColumns) FROM entity WHERE collection = \(key.collection) AND id = \(key.id)",
+                logger: logger
+            )
+        ).first
+    }
+
+    func write(_ key: EntityKey, _ change: EntityChange, ifVersion: Int64?) async throws -> WriteOutcome {
+        let now = StoreText.timestamp()
+        return try await client.withTransaction(logger: logger) { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.writeLock))", logger: logger)
+            let current = try await Self.entities(
+                try await connection.query(
+                    "SELECT \(unescaped: Self.entityColumns) FROM entity WHERE collection = \(key.collection) AND id = \(key.id)",
+                    logger: logger
+                )
+            ).first
+            let entity: Entity
+            switch change.apply(to: current, key: key, ifVersion: ifVersion, now: now) {
+            case .refuse(let outcome): return outcome
+            case .store(let stored): entity = stored
+            }
+            let data = try StoreText.encode(entity.data)
+            try await connection.query(
+                """
+                INSERT INTO entity (collection, id, version, data, created_at, updated_at, deleted)
+                VALUES (\(key.collection), \(key.id), \(entity.version), \(data)::jsonb, \(entity.createdAt), \(entity.updatedAt), \(entity.deleted))
+                ON CONFLICT (collection, id) DO UPDATE SET version = excluded.version, data = excluded.data,
+                    created_at = excluded.created_at, updated_at = excluded.updated_at, deleted = excluded.deleted
+                """,
+                logger: logger
+            )
+            _ = try await append(connection, collection: key.collection, id: key.id, version: entity.version, text: try StoreText.encode(entity))
+            return EntityChange.outcome(storing: entity, over: current)
+        }
+    }
+
+    /// Appends an event row inside a transaction that holds `writeLock`: its seq, the `NOTIFY` that wakes
+    /// the pumps at commit, and the log pruned now and then.
+    func append(_ connection: PostgresConnection, collection: String, id: String, version: Int64, text: String) async throws -> Int64 {
+        var seq: Int64 = 0
+        let inserted = try await connection.query(
+            "INSERT INTO event (collection, id, version, entity) VALUES (\(collection), \(id), \(version), \(text)) RETURNING seq",
+            logger: logger
+        )
+        for try await value in inserted.decode(Int64.self) { seq = value }
+        try await connection.query("SELECT pg_notify(\(Self.channel), \(String(seq)))", logger: logger)
+        if seq % 64 == 0 {
+            // Keep the log bounded: every 64 events, drop what is past the retention.
+            try await connection.query("DELETE FROM event WHERE seq <= \(seq - eventRetention)", logger: logger)
+        }
+        return seq
+    }
+
+    /// Publishes every event committed after seq `after`, in order, for as long as the task runs: listens
+    /// on `channel`, and reads the log after the last seq published whenever woken (and once after each
+    /// (re)connection). Reconnects after a lost database connection, a second apart.
+    func runEventPump(after: Int64, publish: @Sendable (_ seq: Int64, _ event: LoggedEvent) -> Void) async {
+        var last = after
+        while !Task.isCancelled {
+            do {
+                try await client.withConnection { connection in
+                    try await connection.listen(on: Self.channel) { notifications in
+                        last = try await publishEvents(after: last, publish)
+                        for try await _ in notifications {
+                            last = try await publishEvents(after: last, publish)
+                        }
+                    }
+                }
+            } catch {
+                if Task.isCancelled { return }
+                logger.warning("lost the PostgreSQL notification listener; reconnecting", metadata: ["error": "\(error)"])
+                try? await Task.sleep(for: .seconds(1))
+            }
+        }
+    }
+
+    /// Publishes the log's events after `seq`, in order; returns the last seq published.
+    private func publishEvents(after seq: Int64, _ publish: (_ seq: Int64, _ event: LoggedEvent) -> Void) async throws -> Int64 {
+        var last = seq
+        while true {
+            let rows = try await client.query(
+                "SELECT seq, collection, entity FROM event WHERE seq > \(last) ORDER BY seq LIMIT 1000",
+                logger: logger
+            )
+            var read = 0
+            for try await (seq, collection, text) in rows.decode((Int64, String, String).self) {
+                read += 1
+                last = seq
+                do {
+                    publish(seq, try LoggedEvent(collection: collection, text: text))
+                } catch {
+                    logger.error("an event in the log does not decode; skipped", metadata: ["seq": "\(seq)", "error": "\(error)"])
+                }
+            }
+            if read < 1000 { return last }
+        }
+    }
+
+    // MARK: Rows
+
+    static let entityColumns = "collection, id, version, data::text, created_at, updated_at, deleted"
+
+    static func entities(_ rows: PostgresRowSequence) async throws -> [Entity] {
+        var entities: [Entity] = []
+        for try await (collection, id, version, data, createdAt, updatedAt, deleted) in rows.decode(
+            (String, String, Int64, String, String, String, Bool).self
+        ) {
+            entities.append(
+                Entity(
+                    collection: collection,
+                    id: id,
+                    version: version,
+                    data: try JSONDecoder().decode(JSONValue.self, from: Data(data.utf8)),
+                    createdAt: createdAt,
+                    updatedAt: updatedAt,
+                    deleted: deleted
+                )
+            )
+        }
+        return entities
+    }
+
+    /// The first column of the first row of a query, if any.
+    func single<Value: PostgresDecodable>(_ type: Value.Type, _ query: PostgresQuery) async throws -> Value? {
+        for try await value in try await client.query(query, logger: logger).decode(Value.self) { return value }
+        return nil
+    }
+}

@@ -1,0 +1,85 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Foundation
+import LiveCloudAPI
+import LiveJSON
+import NIOHTTP1
+import Synchronization
+import Testing
+
+/// Two `livegate-cloud` instances sharing one PostgreSQL database deliver each other's realtime events
+/// (LISTEN/NOTIFY, then each reads the shared log in order).
+@Suite(.serialized) struct PostgresSharingTests {
+    /// Subscribes to `topic` on the instance at `baseURL`, says so on `ready`, and returns the next `count` events.
+    static func events(
+        from baseURL: String,
+        token: String,
+        topic: Topic,
+        count: Int,
+        ready: AsyncStream<Void>.Continuation
+    ) async throws -> [RealtimeServerMessage] {
+        let received = Mutex<[RealtimeServerMessage]>([])
+        try await withRealtimeConnection(to: baseURL, token: token) { send, next in
+            try await send(RealtimeClientMessage(op: .subscribe, ref: 1, topic: topic))
+            let ack = try await next()
+            guard ack.op == .ack, ack.ref == 1 else { throw ClusterError("no ack from \(baseURL): \(ack)") }
+            ready.yield()
+            while received.withLock({ $0.count }) < count {
+                let message = try await next()
+                if message.op == .event { received.withLock { $0.append(message) } }
+            }
+        }
+        return received.withLock { $0 }
+    }
+
+    @Test func twoInstancesOnOneDatabaseDeliverEachOthersEventsInOneOrder() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false, backend: .postgres)
+        defer { cluster.stop() }
+        let other = try await cluster.startAnotherCloud()
+        let login = #"{"username":"\#(TestCluster.username)","password":"\#(TestCluster.password)"}"#
+        let tokens = try await [cluster.cloudURL, other].asyncMap { url in
+            let answer = try await cluster.call(.POST, CloudPath.login, json: login, on: url)
+            return try JSONDecoder().decode(LoginResponse.self, from: Data(answer.body.utf8)).accessToken
+        }
+        let topic = Topic.collection("notes")
+        let writes = 40
+        let (ready, readySink) = AsyncStream.makeStream(of: Void.self)
+        let (first, second) = try await withTimeout(.seconds(60), "both subscribers hear every write") {
+            async let first = Self.events(from: cluster.cloudURL, token: tokens[0], topic: topic, count: writes, ready: readySink)
+            async let second = Self.events(from: other, token: tokens[1], topic: topic, count: writes, ready: readySink)
+            var subscribed = ready.makeAsyncIterator()
+            _ = await subscribed.next()
+            _ = await subscribed.next()
+            // Writes alternate between the instances, to three objects.
+            for n in 1...writes {
+                let (url, token) = n.isMultiple(of: 2) ? (other, tokens[1]) : (cluster.cloudURL, tokens[0])
+                let answer = try await cluster.call(
+                    .PUT,
+                    CloudPath.object(EntityKey(collection: "notes", id: "note\(n % 3)")),
+                    json: #"{"data":{"n":\#(n)}}"#,
+                    token: token,
+                    on: url
+                )
+                guard answer.status == 200 || answer.status == 201 else { throw ClusterError("write \(n): \(answer)") }
+            }
+            return try await (first, second)
+        }
+        // Each subscriber saw every write, whichever instance took it, in the order they were made...
+        #expect(first.map { $0.entity?.data } == (1...writes).map { ["n": .number(Double($0))] })
+        // ...with the same sequence numbers on both instances, increasing.
+        let seqs = first.compactMap(\.seq)
+        #expect(seqs.count == writes && zip(seqs, seqs.dropFirst()).allSatisfy { $0 < $1 })
+        #expect(second.map(\.seq) == first.map(\.seq))
+        #expect(second.map { $0.entity } == first.map { $0.entity })
+        // Each instance's stats count what it delivered.
+        #expect(try await cluster.stats().eventsSent >= writes)
+    }
+}
+
+extension Array where Element: Sendable {
+    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var results: [T] = []
+        for element in self { results.append(try await transform(element)) }
+        return results
+    }
+}

@@ -1,0 +1,114 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Which storage a test's `livegate-cloud` runs on. `LIVEGATE_TEST_CLOUD=postgres` makes PostgreSQL the
+/// default for every test that does not name one.
+enum CloudBackend: String, CaseIterable, Sendable {
+    case sqlite
+    case postgres
+
+    static var `default`: CloudBackend {
+        CloudBackend(rawValue: ProcessInfo.processInfo.environment["LIVEGATE_TEST_CLOUD"] ?? "") ?? .sqlite
+    }
+}
+
+/// A PostgreSQL server of the test run's own: `initdb` into a temporary directory, listening only on a
+/// Unix socket in it, started on first use and stopped (`pg_ctl stop -m immediate`) when the test process
+/// exits. Each cloud gets a database of its own (`createDatabase()`).
+///
+/// The server's programs are found in `$LIVEGATE_PG_BINDIR`, else the newest `/usr/lib/postgresql/*/bin`
+/// (Debian's `postgresql` package, which `scripts/install-deps` installs). PostgreSQL refuses to run as
+/// root; as root, its programs run as the `postgres` user (created by that package) through `runuser`.
+final class PrivatePostgres: Sendable {
+    let directory: String
+    let binDirectory: String
+    private let nextDatabase = Atomic<Int>(0)
+
+    /// The server, started the first time a test asks for it.
+    static var shared: PrivatePostgres {
+        get throws { try started.get() }
+    }
+
+    private static let started: Result<PrivatePostgres, any Error> = Result { try PrivatePostgres() }
+
+    private init() throws {
+        binDirectory = try Self.findBinDirectory()
+        var template = Array("/tmp/lgpg-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw ClusterError("mkdtemp failed for PostgreSQL") }
+        directory = String(cString: made)
+        if geteuid() == 0 {
+            guard let account = getpwnam("postgres") else {
+                throw ClusterError("running as root, PostgreSQL needs the 'postgres' user (Debian's postgresql package creates it)")
+            }
+            chown(directory, account.pointee.pw_uid, account.pointee.pw_gid)
+        }
+        try run("initdb", ["-D", directory + "/data", "--auth=trust", "--username=postgres", "--encoding=UTF8", "--no-locale"])
+        PrivatePostgres.registerCleanup(stop: commandLine("pg_ctl", ["-D", directory + "/data", "stop", "-m", "immediate"]), directory: directory)
+        try run(
+            "pg_ctl",
+            [
+                "-D", directory + "/data", "-l", directory + "/server.log", "-w", "-t", "60", "start", "-o",
+                "-k \(directory) -c listen_addresses='' -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300",
+            ]
+        )
+    }
+
+    /// A new, empty database; returns the URL `livegate-cloud --postgres` takes.
+    func createDatabase() throws -> String {
+        let name = "livegate_\(getpid())_\(nextDatabase.add(1, ordering: .relaxed).newValue)"
+        try run("createdb", ["-h", directory, "-U", "postgres", name])
+        return "postgresql://postgres@localhost/\(name)?host=\(directory)"
+    }
+
+    private func commandLine(_ program: String, _ arguments: [String]) -> [String] {
+        let command = [binDirectory + "/" + program] + arguments
+        return geteuid() == 0 ? ["/usr/sbin/runuser", "-u", "postgres", "--"] + command : command
+    }
+
+    /// Runs one of the server's programs to completion, through `/bin/sh` and `waitpid` (`system`); its
+    /// output goes to `commands.log` in the directory. Not through Foundation's `Process`: the server that
+    /// `pg_ctl start` leaves running inherits the descriptor by which `Process` learns that its child ended,
+    /// and `waitUntilExit()` would never return.
+    private func run(_ program: String, _ arguments: [String]) throws {
+        let logPath = directory + "/commands.log"
+        let status = system(Self.shellCommand(commandLine(program, arguments)) + " </dev/null >>'\(logPath)' 2>&1")
+        guard status == 0 else {
+            let output = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+            throw ClusterError("\(program) failed (status \(status)): \(output.suffix(2000))")
+        }
+    }
+
+    /// The words of a command, each quoted for `/bin/sh`.
+    private static func shellCommand(_ words: [String]) -> String {
+        words.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+    }
+
+    private static func findBinDirectory() throws -> String {
+        if let configured = ProcessInfo.processInfo.environment["LIVEGATE_PG_BINDIR"] { return configured }
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
+        for version in versions.sorted(by: { (Int($0) ?? 0) > (Int($1) ?? 0) }) {
+            let bin = "/usr/lib/postgresql/\(version)/bin"
+            if FileManager.default.isExecutableFile(atPath: bin + "/initdb") { return bin }
+        }
+        throw ClusterError(
+            "no PostgreSQL server programs (initdb) under /usr/lib/postgresql/*/bin: install Debian's postgresql (scripts/install-deps does), or set LIVEGATE_PG_BINDIR"
+        )
+    }
+
+    // MARK: Stopping at exit
+
+    private static let cleanupCommand = Mutex<String?>(nil)
+
+    private static func registerCleanup(stop: [String], directory: String) {
+        cleanupCommand.withLock { $0 = "\(shellCommand(stop)) >/dev/null 2>&1; rm -rf '\(directory)'" }
+        atexit {
+            if let command = PrivatePostgres.cleanupCommand.withLock({ $0 }) { _ = system(command) }
+        }
+    }
+}

@@ -1,0 +1,31 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Foundation
+import HTTPTypes
+import LiveCloudAPI
+import Logging
+import WSClient
+
+/// Runs `body` on one realtime connection to the cloud at `baseURL` (`http://HOST:PORT`); `body` sends
+/// requests and reads decoded server messages.
+func withRealtimeConnection(
+    to baseURL: String,
+    token: String,
+    _ body:
+        @escaping @Sendable (_ send: @Sendable (RealtimeClientMessage) async throws -> Void, _ next: () async throws -> RealtimeServerMessage)
+        async throws -> Void
+) async throws {
+    var configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 24)
+    configuration.additionalHeaders[.authorization] = "Bearer \(token)"
+    let url = baseURL.replacingOccurrences(of: "http://", with: "ws://") + CloudPath.realtime
+    try await WebSocketClient.connect(url: url, configuration: configuration, logger: Logger(label: "test")) { inbound, outbound, _ in
+        var iterator = inbound.messages(maxSize: 1 << 24).makeAsyncIterator()
+        try await body(
+            { request in try await outbound.write(.text(String(decoding: try JSONEncoder().encode(request), as: UTF8.self))) },
+            {
+                guard case .text(let text) = try await iterator.next() else { throw ClusterError("the realtime connection closed") }
+                return try JSONDecoder().decode(RealtimeServerMessage.self, from: Data(text.utf8))
+            }
+        )
+    }
+}
