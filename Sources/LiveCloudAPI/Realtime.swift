@@ -1,5 +1,8 @@
 // Licensed under the Apache License, Version 2.0.
 
+import Foundation
+import LiveJSON
+
 /// A realtime topic: what a subscriber asks to hear about. Its string form goes on the wire.
 public enum Topic: Hashable, Sendable, CustomStringConvertible {
     /// Every change of one object: `object:<collection>/<id>`.
@@ -7,6 +10,11 @@ public enum Topic: Hashable, Sendable, CustomStringConvertible {
     /// Every change of every object of one collection: `collection:<collection>`. Query results are kept
     /// current from it (the client evaluates the query on each change).
     case collection(String)
+    /// Every change of an object of one collection that matches the filter after the write, or did before
+    /// it (so a subscriber sees objects leave): `query:<collection>?<filter>`, the filter a JSON object of
+    /// top-level field → string, number, boolean or null (`CollectionQuery`'s `where`). Its wire form is
+    /// canonical (compact, keys sorted), which is how events name it.
+    case query(String, where: [String: JSONValue])
     /// Every message sent to one user on one stream: `stream:<stream>/<user>`. Listening is subscribing to
     /// one's own; following a user is subscribing to theirs (what they post, they send to themselves).
     case stream(String, user: String)
@@ -15,15 +23,28 @@ public enum Topic: Hashable, Sendable, CustomStringConvertible {
         switch self {
         case .object(let key): "object:\(key.collection)/\(key.id)"
         case .collection(let collection): "collection:\(collection)"
+        case .query(let collection, let filter): "query:\(collection)?\(Self.canonicalText(filter))"
         case .stream(let stream, let user): "stream:\(stream)/\(user)"
         }
+    }
+
+    private static func canonicalText(_ filter: [String: JSONValue]) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? String(decoding: encoder.encode(filter), as: UTF8.self)) ?? "{}"
+    }
+
+    /// The query a `query` topic's filter makes (no order: events carry no position).
+    public var filterQuery: CollectionQuery? {
+        guard case .query(let collection, let filter) = self else { return nil }
+        return CollectionQuery(collection: collection, where: filter)
     }
 
     /// The collection the topic's changes belong to (`nil` for a stream).
     public var collection: String? {
         switch self {
         case .object(let key): key.collection
-        case .collection(let collection): collection
+        case .collection(let collection), .query(let collection, _): collection
         case .stream: nil
         }
     }
@@ -36,6 +57,15 @@ public enum Topic: Hashable, Sendable, CustomStringConvertible {
                 return nil
             }
             self = .stream(String(parts[0]), user: String(parts[1]))
+            return
+        }
+        if string.hasPrefix("query:") {
+            let rest = string.dropFirst("query:".count)
+            guard let mark = rest.firstIndex(of: "?"),
+                let filter = try? JSONDecoder().decode([String: JSONValue].self, from: Data(rest[rest.index(after: mark)...].utf8)),
+                CollectionQuery(collection: String(rest[..<mark]), where: filter).problem == nil
+            else { return nil }
+            self = .query(String(rest[..<mark]), where: filter)
             return
         }
         if string.hasPrefix("collection:") {

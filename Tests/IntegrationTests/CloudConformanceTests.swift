@@ -142,9 +142,11 @@ import Testing
             }
             // Resuming from the start of the log: the ack, then every write so far, as entity events.
             try await exchange(RealtimeClientMessage(op: .subscribe, ref: 2, topic: .collection("notes"), since: 0))
+            try await exchange(RealtimeClientMessage(op: .subscribe, ref: 5, topic: .query("notes", where: ["text": "a"]), since: 0))
             try await exchange(RealtimeClientMessage(op: .subscribe, ref: 3, topic: .stream("songs", user: "bob")))
             let replayed = try await receive { $0.ref == 3 }
             #expect(replayed.contains { $0.entity != nil }, "\(replayed)")
+            #expect(replayed.contains { $0.topic == .query("notes", where: ["text": "a"]) && $0.entity?.data["text"] == "a" }, "\(replayed)")
             #expect(replayed.last?.op == .error, "alice is not among bob's subscribers")
             #expect(try await call(r, cluster, .POST, messages, toAlice, json: #"{"message":{"title":"Blackbird"}}"#, token: bob).status == 201)
             #expect(try await receive { $0.streamMessage != nil }.last?.streamMessage?.from == "bob")

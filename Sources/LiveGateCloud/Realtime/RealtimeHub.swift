@@ -58,6 +58,37 @@ final class RealtimeHub: Sendable {
         var nextID = 0
         var eventsSent = 0
         var fetches: [String: Int] = [:]
+        /// The query topics with subscribers, by collection (an event is matched against its collection's).
+        var queryTopics: [String: Set<Topic>] = [:]
+
+        mutating func add(_ subscriber: Int, to topic: Topic) {
+            topics[topic, default: []].insert(subscriber)
+            if case .query(let collection, _) = topic { queryTopics[collection, default: []].insert(topic) }
+        }
+
+        mutating func remove(_ subscriber: Int, from topic: Topic) {
+            topics[topic]?.remove(subscriber)
+            guard topics[topic]?.isEmpty == true else { return }
+            topics[topic] = nil
+            if case .query(let collection, _) = topic {
+                queryTopics[collection]?.remove(topic)
+                if queryTopics[collection]?.isEmpty == true { queryTopics[collection] = nil }
+            }
+        }
+
+        /// Queues `text` (an event of `topic`) to every subscriber of the topic, or to the buffer of those
+        /// still being replayed to.
+        mutating func deliver(_ text: String, seq: Int64, on topic: Topic) {
+            guard let ids = topics[topic] else { return }
+            for id in ids {
+                let subscription = SubscriptionKey(subscriber: id, topic: topic)
+                if replaying[subscription] != nil {
+                    replaying[subscription]?.append((seq, text))
+                } else if subscribers[id]?.send(text) == true {
+                    eventsSent += 1
+                }
+            }
+        }
     }
 
     private struct SubscriptionKey: Hashable {
@@ -86,10 +117,7 @@ final class RealtimeHub: Sendable {
         state.withLock { state in
             state.subscribers[subscriber.id] = nil
             state.replaying = state.replaying.filter { $0.key.subscriber != subscriber.id }
-            for topic in state.topics.keys {
-                state.topics[topic]?.remove(subscriber.id)
-                if state.topics[topic]?.isEmpty == true { state.topics[topic] = nil }
-            }
+            for topic in state.topics.keys { state.remove(subscriber.id, from: topic) }
         }
         subscriber.finish()
     }
@@ -99,7 +127,7 @@ final class RealtimeHub: Sendable {
     func subscribe(_ subscriber: RealtimeSubscriber, to topic: Topic, ref: Int64) {
         state.withLock { state in
             guard state.subscribers[subscriber.id] != nil else { return }
-            state.topics[topic, default: []].insert(subscriber.id)
+            state.add(subscriber.id, to: topic)
             subscriber.send(Self.encode(.ack(ref: ref, seq: state.lastPublished)))
         }
     }
@@ -117,7 +145,7 @@ final class RealtimeHub: Sendable {
         let subscription = SubscriptionKey(subscriber: subscriber.id, topic: topic)
         let registered = state.withLock { state -> Int64? in
             guard state.subscribers[subscriber.id] != nil else { return nil }  // already disconnected
-            state.topics[topic, default: []].insert(subscriber.id)
+            state.add(subscriber.id, to: topic)
             state.replaying[subscription] = []
             return state.lastPublished
         }
@@ -128,7 +156,7 @@ final class RealtimeHub: Sendable {
         } catch {
             state.withLock { state in
                 state.replaying[subscription] = nil
-                state.topics[topic]?.remove(subscriber.id)
+                state.remove(subscriber.id, from: topic)
             }
             throw error
         }
@@ -138,8 +166,7 @@ final class RealtimeHub: Sendable {
             let buffered = state.replaying.removeValue(forKey: subscription) ?? []
             guard state.subscribers[subscriber.id] != nil else {
                 // Disconnected while the log was read: leave no trace in the topic.
-                state.topics[topic]?.remove(subscriber.id)
-                if state.topics[topic]?.isEmpty == true { state.topics[topic] = nil }
+                state.remove(subscriber.id, from: topic)
                 return
             }
             let replayed = continuous ? log.events.count + buffered.count : nil
@@ -156,15 +183,14 @@ final class RealtimeHub: Sendable {
     func unsubscribe(_ subscriber: RealtimeSubscriber, from topic: Topic, ack: String) {
         state.withLock { state in
             state.replaying[SubscriptionKey(subscriber: subscriber.id, topic: topic)] = nil
-            state.topics[topic]?.remove(subscriber.id)
-            if state.topics[topic]?.isEmpty == true { state.topics[topic] = nil }
+            state.remove(subscriber.id, from: topic)
             subscriber.send(ack)
         }
     }
 
-    /// Publishes a committed event to the subscribers of its topics (a write: the entity's and its
-    /// collection's; a stream message: the recipient's). Each message is encoded once, whatever the number
-    /// of subscribers.
+    /// Publishes a committed event to the subscribers of its topics (a write: the entity's, its
+    /// collection's and the query topics it concerns; a stream message: the recipient's). Each message is
+    /// encoded once per topic, whatever the number of subscribers.
     func publish(seq: Int64, event: LoggedEvent) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -175,16 +201,13 @@ final class RealtimeHub: Sendable {
         }
         state.withLock { state in
             state.lastPublished = max(state.lastPublished, seq)
-            for (topic, text) in encoded {
-                guard let ids = state.topics[topic] else { continue }
-                for id in ids {
-                    let subscription = SubscriptionKey(subscriber: id, topic: topic)
-                    if state.replaying[subscription] != nil {
-                        state.replaying[subscription]?.append((seq, text))
-                    } else if state.subscribers[id]?.send(text) == true {
-                        state.eventsSent += 1
-                    }
-                }
+            for (topic, text) in encoded { state.deliver(text, seq: seq, on: topic) }
+            // Query topics are matched here, under the lock that subscriptions take too, so none subscribed
+            // before this event's publication misses it.
+            guard case .entity(let entity, _) = event, let queries = state.queryTopics[entity.collection] else { return }
+            for topic in queries where event.concerns(topic) {
+                guard let data = try? encoder.encode(event.serverMessage(seq: seq, topic: topic)) else { continue }
+                state.deliver(String(decoding: data, as: UTF8.self), seq: seq, on: topic)
             }
         }
     }

@@ -45,25 +45,40 @@ protocol CloudStore: Sendable {
     func send(_ message: JSONValue, stream: String, from: String, to: String) async throws -> StreamSendOutcome
 }
 
-/// What the event log holds: a write of an entity, or a message sent on a stream.
+/// What the event log holds: a write of an entity (with the data it had before, if it existed), or a
+/// message sent on a stream.
 ///
-/// A stream message's log row has `collection` = `$stream/<stream>` (never a valid collection name), `id` =
-/// the recipient, `version` = 0 and the message as its `entity` text.
+/// A write's log row has the entity as its `entity` text and the data before the write as `previous` (null
+/// when the object did not exist or was deleted). A stream message's log row has `collection` =
+/// `$stream/<stream>` (never a valid collection name), `id` = the recipient, `version` = 0 and the message as
+/// its `entity` text.
 enum LoggedEvent: Sendable, Equatable {
-    case entity(Entity)
+    case entity(Entity, previous: JSONValue?)
     case message(StreamMessage)
 
-    /// The topics that hear of it.
+    /// The topics that hear of it, but for query topics (see ``concerns(_:)``).
     var topics: [Topic] {
         switch self {
-        case .entity(let entity): [.object(entity.key), .collection(entity.collection)]
+        case .entity(let entity, _): [.object(entity.key), .collection(entity.collection)]
         case .message(let message): [.stream(message.stream, user: message.to)]
         }
     }
 
+    /// Whether a query topic hears of it: a write in its collection after which the object matches the
+    /// filter, or before which it did (so subscribers see objects leave, deletions included).
+    func concerns(_ topic: Topic) -> Bool {
+        guard case .entity(let entity, let previous) = self, let query = topic.filterQuery else { return false }
+        if query.matches(entity) { return true }
+        guard let previous else { return false }
+        var before = entity
+        before.data = previous
+        before.deleted = false
+        return query.matches(before)
+    }
+
     func serverMessage(seq: Int64, topic: Topic) -> RealtimeServerMessage {
         switch self {
-        case .entity(let entity): .event(seq: seq, topic: topic, entity: entity)
+        case .entity(let entity, _): .event(seq: seq, topic: topic, entity: entity)
         case .message(let message): .event(seq: seq, topic: topic, message: message)
         }
     }
@@ -72,22 +87,31 @@ enum LoggedEvent: Sendable, Equatable {
     static func logCollection(ofStream stream: String) -> String { "$stream/" + stream }
 
     /// Decodes a log row: its `collection` says whether `text` is a stream message or an entity.
-    init(collection: String, text: String) throws {
+    init(collection: String, text: String, previous: String?) throws {
         if collection.hasPrefix("$stream/") {
             self = .message(try JSONDecoder().decode(StreamMessage.self, from: Data(text.utf8)))
         } else {
-            self = .entity(try JSONDecoder().decode(Entity.self, from: Data(text.utf8)))
+            self = .entity(
+                try JSONDecoder().decode(Entity.self, from: Data(text.utf8)),
+                previous: try previous.map { try JSONDecoder().decode(JSONValue.self, from: Data($0.utf8)) }
+            )
         }
+    }
+
+    /// The text of a write's `previous` column: the data the object had, if it existed and was not deleted.
+    static func previousText(of current: Entity?) throws -> String? {
+        guard let current, !current.deleted else { return nil }
+        return try StoreText.encode(current.data)
     }
 }
 
 extension Topic {
     /// Which log rows hold the topic's events: those of its `collection` and, for an object or a stream's
-    /// recipient, of its `id`.
+    /// recipient, of its `id` (a query topic's are those of its collection that ``LoggedEvent/concerns(_:)`` it).
     var logRows: (collection: String, id: String?) {
         switch self {
         case .object(let key): (key.collection, key.id)
-        case .collection(let collection): (collection, nil)
+        case .collection(let collection), .query(let collection, _): (collection, nil)
         case .stream(let stream, let user): (LoggedEvent.logCollection(ofStream: stream), user)
         }
     }

@@ -35,19 +35,20 @@ final class SQLiteStore: CloudStore {
                 if let id {
                     try Row.fetchAll(
                         db,
-                        sql: "SELECT seq, collection, entity FROM event WHERE collection = ? AND id = ? AND seq > ? AND seq <= ? ORDER BY seq",
+                        sql:
+                            "SELECT seq, collection, entity, previous FROM event WHERE collection = ? AND id = ? AND seq > ? AND seq <= ? ORDER BY seq",
                         arguments: [collection, id, after, upTo]
                     )
                 } else {
                     try Row.fetchAll(
                         db,
-                        sql: "SELECT seq, collection, entity FROM event WHERE collection = ? AND seq > ? AND seq <= ? ORDER BY seq",
+                        sql: "SELECT seq, collection, entity, previous FROM event WHERE collection = ? AND seq > ? AND seq <= ? ORDER BY seq",
                         arguments: [collection, after, upTo]
                     )
                 }
             let events = try rows.map { row -> (seq: Int64, event: LoggedEvent) in
-                (row["seq"], try LoggedEvent(collection: row["collection"], text: row["entity"]))
-            }
+                (row["seq"], try LoggedEvent(collection: row["collection"], text: row["entity"], previous: row["previous"]))
+            }.filter { topic.filterQuery == nil || $0.event.concerns(topic) }
             return (events, oldest)
         }
     }
@@ -124,6 +125,10 @@ final class SQLiteStore: CloudStore {
                 table.primaryKey(["stream", "user"])
             }
         }
+        migrator.registerMigration("v5-event-previous") { db in
+            // The data before each write, so query topics hear of objects leaving them.
+            try db.alter(table: "event") { table in table.add(column: "previous", .text) }
+        }
         return migrator
     }
 
@@ -163,10 +168,10 @@ final class SQLiteStore: CloudStore {
                 ]
             )
             try db.execute(
-                sql: "INSERT INTO event (collection, id, version, entity) VALUES (?, ?, ?, ?)",
-                arguments: [key.collection, key.id, entity.version, try StoreText.encode(entity)]
+                sql: "INSERT INTO event (collection, id, version, entity, previous) VALUES (?, ?, ?, ?, ?)",
+                arguments: [key.collection, key.id, entity.version, try StoreText.encode(entity), try LoggedEvent.previousText(of: current)]
             )
-            _ = try self.appended(db, .entity(entity))
+            _ = try self.appended(db, .entity(entity, previous: current.flatMap { $0.deleted ? nil : $0.data }))
             return EntityChange.outcome(storing: entity, over: current)
         }
     }

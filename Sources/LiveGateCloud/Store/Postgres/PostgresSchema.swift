@@ -63,7 +63,9 @@ enum PostgresSchema {
             END
             $$
             """,
-        ]
+        ],
+        // v2: the data before each write, so query topics hear of objects leaving them.
+        ["ALTER TABLE event ADD COLUMN previous text"],
     ]
 
     /// An advisory lock key of the schema's own ("lg-schem").

@@ -54,20 +54,21 @@ final class PostgresStore: CloudStore {
                 if let id {
                     try await connection.query(
                         """
-                        SELECT seq, collection, entity FROM event
+                        SELECT seq, collection, entity, previous FROM event
                         WHERE collection = \(collection) AND id = \(id) AND seq > \(after) AND seq <= \(upTo) ORDER BY seq
                         """,
                         logger: logger
                     )
                 } else {
                     try await connection.query(
-                        "SELECT seq, collection, entity FROM event WHERE collection = \(collection) AND seq > \(after) AND seq <= \(upTo) ORDER BY seq",
+                        "SELECT seq, collection, entity, previous FROM event WHERE collection = \(collection) AND seq > \(after) AND seq <= \(upTo) ORDER BY seq",
                         logger: logger
                     )
                 }
             var events: [(seq: Int64, event: LoggedEvent)] = []
-            for try await (seq, collection, text) in rows.decode((Int64, String, String).self) {
-                events.append((seq, try LoggedEvent(collection: collection, text: text)))
+            for try await (seq, collection, text, previous) in rows.decode((Int64, String, String, String?).self) {
+                let event = try LoggedEvent(collection: collection, text: text, previous: previous)
+                if topic.filterQuery == nil || event.concerns(topic) { events.append((seq, event)) }
             }
             return (events, oldest)
         }
@@ -146,17 +147,31 @@ final class PostgresStore: CloudStore {
                 """,
                 logger: logger
             )
-            _ = try await append(connection, collection: key.collection, id: key.id, version: entity.version, text: try StoreText.encode(entity))
+            _ = try await append(
+                connection,
+                collection: key.collection,
+                id: key.id,
+                version: entity.version,
+                text: try StoreText.encode(entity),
+                previous: try LoggedEvent.previousText(of: current)
+            )
             return EntityChange.outcome(storing: entity, over: current)
         }
     }
 
     /// Appends an event row inside a transaction that holds `writeLock`: its seq, the `NOTIFY` that wakes
     /// the pumps at commit, and the log pruned now and then.
-    func append(_ connection: PostgresConnection, collection: String, id: String, version: Int64, text: String) async throws -> Int64 {
+    func append(
+        _ connection: PostgresConnection,
+        collection: String,
+        id: String,
+        version: Int64,
+        text: String,
+        previous: String? = nil
+    ) async throws -> Int64 {
         var seq: Int64 = 0
         let inserted = try await connection.query(
-            "INSERT INTO event (collection, id, version, entity) VALUES (\(collection), \(id), \(version), \(text)) RETURNING seq",
+            "INSERT INTO event (collection, id, version, entity, previous) VALUES (\(collection), \(id), \(version), \(text), \(previous)) RETURNING seq",
             logger: logger
         )
         for try await value in inserted.decode(Int64.self) { seq = value }
@@ -196,15 +211,15 @@ final class PostgresStore: CloudStore {
         var last = seq
         while true {
             let rows = try await client.query(
-                "SELECT seq, collection, entity FROM event WHERE seq > \(last) ORDER BY seq LIMIT 1000",
+                "SELECT seq, collection, entity, previous FROM event WHERE seq > \(last) ORDER BY seq LIMIT 1000",
                 logger: logger
             )
             var read = 0
-            for try await (seq, collection, text) in rows.decode((Int64, String, String).self) {
+            for try await (seq, collection, text, previous) in rows.decode((Int64, String, String, String?).self) {
                 read += 1
                 last = seq
                 do {
-                    publish(seq, try LoggedEvent(collection: collection, text: text))
+                    publish(seq, try LoggedEvent(collection: collection, text: text, previous: previous))
                 } catch {
                     logger.error("an event in the log does not decode; skipped", metadata: ["seq": "\(seq)", "error": "\(error)"])
                 }
