@@ -84,7 +84,8 @@ func buildCloudApplication(
         users: configuration.users,
         tokenLifetime: configuration.tokenLifetime,
         refreshLifetime: configuration.refreshLifetime,
-        bcryptCost: configuration.bcryptCost
+        bcryptCost: configuration.bcryptCost,
+        store: store
     )
     let router = Router(context: BasicWebSocketRequestContext.self)
     let faults = configuration.faultInjection ? FaultInjector() : nil

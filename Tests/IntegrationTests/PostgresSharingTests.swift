@@ -76,6 +76,30 @@ import Testing
     }
 }
 
+extension PostgresSharingTests {
+    @Test func aTokenIssuedByOneInstanceIsHonouredAndRevokedByTheOther() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false, backend: .postgres)
+        defer { cluster.stop() }
+        let other = try await cluster.startAnotherCloud()
+        let login = #"{"username":"\#(TestCluster.username)","password":"\#(TestCluster.password)"}"#
+        let signedIn = try await cluster.call(.POST, CloudPath.login, json: login)
+        let tokens = try JSONDecoder().decode(LoginResponse.self, from: Data(signedIn.body.utf8))
+        let note = CloudPath.object(EntityKey(collection: "notes", id: "shared"))
+        // Issued by the first, used on the second.
+        #expect(try await cluster.call(.PUT, note, json: #"{"data":{"n":1}}"#, token: tokens.accessToken, on: other).status == 201)
+        // Refreshed on the second: the new pair works on the first, the used refresh token nowhere.
+        let refreshed = try await cluster.call(.POST, CloudPath.refresh, json: #"{"refreshToken":"\#(tokens.refreshToken)"}"#, on: other)
+        #expect(refreshed.status == 200)
+        let renewed = try JSONDecoder().decode(LoginResponse.self, from: Data(refreshed.body.utf8))
+        #expect(try await cluster.call(.GET, note, token: renewed.accessToken).status == 200)
+        #expect(try await cluster.call(.POST, CloudPath.refresh, json: #"{"refreshToken":"\#(tokens.refreshToken)"}"#).status == 401)
+        // Logged out on the first: refused by the second, refresh token included.
+        #expect(try await cluster.call(.POST, CloudPath.logout, token: renewed.accessToken).status == 204)
+        #expect(try await cluster.call(.GET, note, token: renewed.accessToken, on: other).status == 401)
+        #expect(try await cluster.call(.POST, CloudPath.refresh, json: #"{"refreshToken":"\#(renewed.refreshToken)"}"#, on: other).status == 401)
+    }
+}
+
 extension Array where Element: Sendable {
     func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
         var results: [T] = []

@@ -8,23 +8,10 @@ import Synchronization
 
 /// Users (passwords checked against bcrypt hashes) and tokens: short-lived access tokens, and refresh
 /// tokens that are exchanged once for a new pair (rotation) and revoked by logout. Tokens are 256-bit
-/// random strings kept in memory with their expiry.
+/// random strings; their grants live in the store under the tokens' SHA-256 (`TokenGrant`), so every
+/// instance sharing a PostgreSQL database honours them, and a restarted instance still does.
 final class AuthService: Sendable {
-    private struct AccessGrant {
-        let user: String
-        var expiry: ContinuousClock.Instant
-        /// The refresh token issued with it, revoked with it at logout.
-        let refreshToken: String
-    }
-
-    private struct RefreshGrant {
-        let user: String
-        let expiry: ContinuousClock.Instant
-    }
-
-    private struct State {
-        var access: [String: AccessGrant] = [:]
-        var refresh: [String: RefreshGrant] = [:]
+    private struct Counts {
         var logins = 0
         var refreshes = 0
     }
@@ -33,85 +20,78 @@ final class AuthService: Sendable {
     private let users: [String: String]
     private let tokenLifetime: Duration
     private let refreshLifetime: Duration
-    private let state = Mutex(State())
+    private let store: any CloudStore
+    private let counted = Mutex(Counts())
 
     /// - Parameter users: a password may be given as a bcrypt hash (`$2b$...`); others are hashed here with `bcryptCost`.
-    init(users: [CloudConfiguration.User], tokenLifetime: Duration, refreshLifetime: Duration, bcryptCost: UInt8) {
+    init(users: [CloudConfiguration.User], tokenLifetime: Duration, refreshLifetime: Duration, bcryptCost: UInt8, store: any CloudStore) {
         self.users = Dictionary(
             users.map { user in (user.name, user.password.hasPrefix("$2") ? user.password : Bcrypt.hash(user.password, cost: bcryptCost)) },
             uniquingKeysWith: { _, last in last }
         )
         self.tokenLifetime = tokenLifetime
         self.refreshLifetime = refreshLifetime
+        self.store = store
     }
 
     /// A new token pair for `username` when `password` is right.
-    func login(username: String, password: String) -> LoginResponse? {
+    func login(username: String, password: String) async throws -> LoginResponse? {
         guard let hash = users[username], Bcrypt.verify(password, hash: hash) else { return nil }
-        return issue(to: username) { $0.logins += 1 }
+        defer { counted.withLock { $0.logins += 1 } }
+        return try await issue(to: username)
     }
 
     /// A new token pair in exchange for a valid refresh token, which is used up.
-    func refresh(_ refreshToken: String) -> LoginResponse? {
-        let user = state.withLock { state -> String? in
-            guard let grant = state.refresh.removeValue(forKey: refreshToken), grant.expiry > .now else { return nil }
-            return grant.user
-        }
-        guard let user else { return nil }
-        return issue(to: user) { $0.refreshes += 1 }
+    func refresh(_ refreshToken: String) async throws -> LoginResponse? {
+        guard let grant = try await store.takeRefreshToken(TokenGrant.hash(refreshToken)), !grant.isExpired else { return nil }
+        defer { counted.withLock { $0.refreshes += 1 } }
+        return try await issue(to: grant.user)
     }
 
     /// Revokes an access token and the refresh token issued with it.
-    func logout(accessToken: String) {
-        state.withLock { state in
-            guard let grant = state.access.removeValue(forKey: accessToken) else { return }
-            state.refresh[grant.refreshToken] = nil
-        }
+    func logout(accessToken: String) async throws {
+        try await store.revokeAccessToken(TokenGrant.hash(accessToken))
     }
 
     /// The user a request's bearer token belongs to.
     /// - Throws: ``CloudHTTPError`` 401 `unauthenticated` or `token_expired`.
-    func user(for request: Request) throws -> String {
-        try grant(for: request).user
+    func user(for request: Request) async throws -> String {
+        try await grant(for: request).user
     }
 
     /// The bearer token of a request, once checked.
-    func bearerToken(of request: Request) throws -> String {
-        _ = try grant(for: request)
+    func bearerToken(of request: Request) async throws -> String {
+        _ = try await grant(for: request)
         return String(request.headers[.authorization]!.dropFirst("Bearer ".count))
     }
 
-    private func grant(for request: Request) throws -> AccessGrant {
+    private func grant(for request: Request) async throws -> TokenGrant {
         guard let header = request.headers[.authorization], header.hasPrefix("Bearer ") else {
             throw CloudHTTPError.unauthenticated
         }
         let token = String(header.dropFirst("Bearer ".count))
-        guard let grant = state.withLock({ $0.access[token] }) else { throw CloudHTTPError.unauthenticated }
-        guard grant.expiry > .now else { throw CloudHTTPError.tokenExpired }
+        guard let grant = try await store.tokenGrant(TokenGrant.hash(token), kind: .access) else { throw CloudHTTPError.unauthenticated }
+        guard !grant.isExpired else { throw CloudHTTPError.tokenExpired }
         return grant
     }
 
     /// Fault injection: every access token issued so far expires now (refresh tokens stay valid).
-    func expireAll() {
-        state.withLock { state in
-            let now = ContinuousClock.now
-            for token in state.access.keys { state.access[token]?.expiry = now }
-        }
+    func expireAll() async throws {
+        try await store.expireAccessTokens()
     }
 
-    var counts: (logins: Int, refreshes: Int) { state.withLock { ($0.logins, $0.refreshes) } }
+    var counts: (logins: Int, refreshes: Int) { counted.withLock { ($0.logins, $0.refreshes) } }
 
-    private func issue(to user: String, count: (inout State) -> Void) -> LoginResponse {
+    private func issue(to user: String) async throws -> LoginResponse {
         let access = Self.randomToken()
         let refresh = Self.randomToken()
-        let now = ContinuousClock.now
-        state.withLock { state in
-            state.access = state.access.filter { $0.value.expiry > now }
-            state.refresh = state.refresh.filter { $0.value.expiry > now }
-            state.access[access] = AccessGrant(user: user, expiry: now + tokenLifetime, refreshToken: refresh)
-            state.refresh[refresh] = RefreshGrant(user: user, expiry: now + refreshLifetime)
-            count(&state)
-        }
+        let now = TokenGrant.now()
+        let accessHash = TokenGrant.hash(access)
+        let refreshHash = TokenGrant.hash(refresh)
+        try await store.saveTokens([
+            (accessHash, TokenGrant(kind: .access, user: user, expiresAt: now + Self.milliseconds(tokenLifetime), pair: refreshHash)),
+            (refreshHash, TokenGrant(kind: .refresh, user: user, expiresAt: now + Self.milliseconds(refreshLifetime), pair: accessHash)),
+        ])
         return LoginResponse(
             accessToken: access,
             expiresIn: Int(tokenLifetime.components.seconds),
@@ -119,6 +99,10 @@ final class AuthService: Sendable {
             refreshExpiresIn: Int(refreshLifetime.components.seconds),
             userId: user
         )
+    }
+
+    private static func milliseconds(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
     }
 
     private static func randomToken() -> String {

@@ -16,7 +16,7 @@ struct FaultRoutes: Sendable {
             let body = try await JSONResponse.decode(FaultRequest.self, from: request, limit: 1 << 16)
             faults.apply(body)
             if body.dropConnections == true { hub.dropAll() }
-            if body.expireTokens == true { auth.expireAll() }
+            if body.expireTokens == true { try await auth.expireAll() }
             return Response(status: .noContent)
         }
         router.delete("/v1/admin/faults") { _, _ -> Response in

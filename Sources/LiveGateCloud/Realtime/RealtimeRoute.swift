@@ -19,7 +19,7 @@ struct RealtimeRoute: Sendable {
         router.ws(
             RouterPath(CloudPath.realtime),
             shouldUpgrade: { request, _ in
-                _ = try auth.user(for: request)  // 401 before upgrading
+                _ = try await auth.user(for: request)  // 401 before upgrading
                 if faults?.refusesConnections == true {
                     throw CloudHTTPError(.serviceUnavailable, .unavailable, "fault injection: realtime connections are refused for now")
                 }
@@ -27,7 +27,7 @@ struct RealtimeRoute: Sendable {
             },
             onUpgrade: { inbound, outbound, context in
                 // Checked at the upgrade; the name decides which topics this connection may hear.
-                let user = (try? auth.user(for: context.request)) ?? ""
+                let user = (try? await auth.user(for: context.request)) ?? ""
                 let subscriber = hub.connect()
                 defer { hub.disconnect(subscriber) }
                 try await withThrowingTaskGroup(of: Void.self) { group in

@@ -18,7 +18,7 @@ struct ObjectRoutes: Sendable {
     func register(on router: Router<BasicWebSocketRequestContext>) {
         router.post(RouterPath(CloudPath.login)) { request, _ -> Response in
             let body = try await JSONResponse.decode(LoginRequest.self, from: request, limit: maxBodyBytes)
-            guard let response = auth.login(username: body.username, password: body.password) else {
+            guard let response = try await auth.login(username: body.username, password: body.password) else {
                 throw CloudHTTPError(.unauthorized, .invalidCredentials, "wrong username or password")
             }
             return try JSONResponse.make(.ok, response)
@@ -26,7 +26,7 @@ struct ObjectRoutes: Sendable {
 
         router.post(RouterPath(CloudPath.refresh)) { request, _ -> Response in
             let body = try await JSONResponse.decode(RefreshRequest.self, from: request, limit: maxBodyBytes)
-            guard let response = auth.refresh(body.refreshToken) else {
+            guard let response = try await auth.refresh(body.refreshToken) else {
                 throw CloudHTTPError(
                     .unauthorized,
                     .invalidRefreshToken,
@@ -37,12 +37,12 @@ struct ObjectRoutes: Sendable {
         }
 
         router.post(RouterPath(CloudPath.logout)) { request, _ -> Response in
-            auth.logout(accessToken: try auth.bearerToken(of: request))
+            try await auth.logout(accessToken: try await auth.bearerToken(of: request))
             return Response(status: .noContent)
         }
 
         router.get("/v1/collections/:collection/objects") { request, context -> Response in
-            let user = try auth.user(for: request)
+            let user = try await auth.user(for: request)
             let (query, page, limit) = try Self.queryRequest(request, context)
             try permissions.check(user, .read, query.collection)
             hub.recordQuery(query)
@@ -50,7 +50,7 @@ struct ObjectRoutes: Sendable {
         }
 
         router.get("/v1/collections/:collection/objects/:id") { request, context -> Response in
-            let user = try auth.user(for: request)
+            let user = try await auth.user(for: request)
             let key = try Self.key(context)
             try permissions.check(user, .read, key.collection)
             hub.recordFetch(key)
@@ -69,7 +69,7 @@ struct ObjectRoutes: Sendable {
         }
 
         router.delete("/v1/collections/:collection/objects/:id") { request, context -> Response in
-            let user = try auth.user(for: request)
+            let user = try await auth.user(for: request)
             let key = try Self.key(context)
             try permissions.check(user, .write, key.collection)
             var ifVersion: Int64?
@@ -96,7 +96,7 @@ struct ObjectRoutes: Sendable {
         what: String,
         change: (JSONValue) -> EntityChange
     ) async throws -> Response {
-        let user = try auth.user(for: request)
+        let user = try await auth.user(for: request)
         let key = try Self.key(context)
         try permissions.check(user, .write, key.collection)
         let body = try await JSONResponse.decode(PutObjectRequest.self, from: request, limit: maxBodyBytes)

@@ -19,12 +19,12 @@ struct StreamRoutes: Sendable {
 
     func register(on router: Router<BasicWebSocketRequestContext>) {
         router.get(RouterPath(CloudPath.streams)) { request, _ -> Response in
-            _ = try auth.user(for: request)
+            _ = try await auth.user(for: request)
             return try JSONResponse.make(.ok, StreamList(streams: try await store.streamNames(), messageLimit: messageLimit))
         }
 
         router.put("/v1/streams/:stream") { request, context -> Response in
-            let user = try auth.user(for: request)
+            let user = try await auth.user(for: request)
             let stream = try Self.name(context, "stream")
             guard admins.contains(user) else {
                 throw CloudHTTPError(.forbidden, .forbidden, "only an administrator may create streams, and \(user) is not one")
@@ -50,7 +50,7 @@ struct StreamRoutes: Sendable {
         }
 
         router.post("/v1/streams/:stream/users/:user/messages") { request, context -> Response in
-            let sender = try auth.user(for: request)
+            let sender = try await auth.user(for: request)
             let stream = try Self.name(context, "stream")
             let recipient = try Self.name(context, "user")
             let body: SendStreamMessageRequest
@@ -86,7 +86,7 @@ struct StreamRoutes: Sendable {
 
     /// The stream and user of an ACL request, once the caller is known to be that user or an admin.
     private func aclRequest(_ request: Request, _ context: BasicWebSocketRequestContext) async throws -> (String, String) {
-        let caller = try auth.user(for: request)
+        let caller = try await auth.user(for: request)
         let stream = try Self.name(context, "stream")
         let target = try Self.name(context, "user")
         guard caller == target || admins.contains(caller) else {

@@ -43,6 +43,17 @@ protocol CloudStore: Sendable {
     /// Appends a message from `from` to `to` on the stream, if the recipient's ACL lets the sender publish
     /// to them; the check and the append are one transaction.
     func send(_ message: JSONValue, stream: String, from: String, to: String) async throws -> StreamSendOutcome
+
+    /// Stores the grants of a new token pair, each under its token's hash (and drops expired ones).
+    func saveTokens(_ grants: [(hash: String, grant: TokenGrant)]) async throws
+    /// The grant of a token of that kind, expired or not; `nil` when there is none (never issued, used up, revoked).
+    func tokenGrant(_ hash: String, kind: TokenGrant.Kind) async throws -> TokenGrant?
+    /// Removes a refresh token and returns its grant (a refresh token is used once), `nil` when there was none.
+    func takeRefreshToken(_ hash: String) async throws -> TokenGrant?
+    /// Removes an access token and the refresh token issued with it.
+    func revokeAccessToken(_ hash: String) async throws
+    /// Fault injection: every access token expires now (refresh tokens stay valid).
+    func expireAccessTokens() async throws
 }
 
 /// What the event log holds: a write of an entity (with the data it had before, if it existed), or a

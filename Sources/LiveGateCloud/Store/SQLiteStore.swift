@@ -129,6 +129,16 @@ final class SQLiteStore: CloudStore {
             // The data before each write, so query topics hear of objects leaving them.
             try db.alter(table: "event") { table in table.add(column: "previous", .text) }
         }
+        migrator.registerMigration("v6-tokens") { db in
+            // Token grants, under the tokens' SHA-256, so a restarted instance honours the tokens it issued.
+            try db.create(table: "token") { table in
+                table.primaryKey("hash", .text)
+                table.column("kind", .text).notNull()
+                table.column("user", .text).notNull()
+                table.column("expiresAt", .integer).notNull().indexed()
+                table.column("pair", .text).notNull()
+            }
+        }
         return migrator
     }
 

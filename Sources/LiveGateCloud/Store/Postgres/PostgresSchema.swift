@@ -66,6 +66,19 @@ enum PostgresSchema {
         ],
         // v2: the data before each write, so query topics hear of objects leaving them.
         ["ALTER TABLE event ADD COLUMN previous text"],
+        // v3: token grants, under the tokens' SHA-256, so every instance honours every instance's tokens.
+        [
+            """
+            CREATE TABLE token (
+                hash text PRIMARY KEY,
+                kind text NOT NULL,
+                username text NOT NULL,
+                expires_at bigint NOT NULL,
+                pair text NOT NULL
+            )
+            """,
+            "CREATE INDEX token_by_expiry ON token (expires_at)",
+        ],
     ]
 
     /// An advisory lock key of the schema's own ("lg-schem").

@@ -253,7 +253,7 @@ final class PostgresStore: CloudStore {
     }
 
     /// The first column of the first row of a query, if any.
-    func single<Value: PostgresDecodable>(_ type: Value.Type, _ query: PostgresQuery) async throws -> Value? {
+    func single<Value: PostgresDecodable & Sendable>(_ type: Value.Type, _ query: PostgresQuery) async throws -> Value? {
         for try await value in try await client.query(query, logger: logger).decode(Value.self) { return value }
         return nil
     }

@@ -1,0 +1,30 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Crypto
+import Foundation
+
+/// What a token grants, as the store keeps it: under the SHA-256 of the token (the token itself is never
+/// stored), so every instance sharing the store honours the tokens any of them issued, and a restarted
+/// instance those it issued before.
+struct TokenGrant: Sendable, Equatable {
+    enum Kind: String, Sendable {
+        case access, refresh
+    }
+
+    let kind: Kind
+    let user: String
+    /// Milliseconds since 1970 (wall clock: instances on several machines compare it).
+    let expiresAt: Int64
+    /// The hash of the token issued with it (an access token's refresh token and the other way round),
+    /// revoked with it at logout.
+    let pair: String
+
+    var isExpired: Bool { expiresAt <= Self.now() }
+
+    static func now() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+
+    /// The hex SHA-256 of a token: how the store names it.
+    static func hash(_ token: String) -> String {
+        SHA256.hash(data: Data(token.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+}
