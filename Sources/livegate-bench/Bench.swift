@@ -34,6 +34,8 @@ struct Bench: AsyncParsableCommand {
     @Flag(help: "Only the change-set computation figure (no processes started).") var changeSetsOnly = false
     @Flag(help: "Only the engine (LiveSDK in-process) and cloud write figures.") var engineOnly = false
     @Flag(help: "Skip the engine and cloud write figures.") var skipEngine = false
+    @Flag(help: "Only livegate-cloud itself: writes and realtime delivery, on SQLite and (with --postgres) PostgreSQL.") var cloudOnly = false
+    @Option(help: "A PostgreSQL database URL for the cloud figures (scripts/bench-cloud starts a private server).") var postgres: String?
 
     func run() async throws {
         measureChangeSets()
@@ -42,6 +44,10 @@ struct Bench: AsyncParsableCommand {
         guard let made = mkdtemp(&template) else { throw BenchError("mkdtemp failed") }
         let directory = String(cString: made)
         let bin = binDirectory ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path
+        if cloudOnly {
+            try await measureClouds(directory: directory + "/clouds", bin: bin)
+            return
+        }
         if engineOnly || !skipEngine {
             try await measureEngineAndCloud(directory: directory + "/engine", bin: bin)
             if engineOnly { return }
@@ -289,15 +295,16 @@ struct Bench: AsyncParsableCommand {
 
     // MARK: End to end
 
-    /// A real livegate-cloud on SQLite with one user (bench), and a signed-in access token.
-    func startCloud(directory: String, bin: String) async throws -> (cloud: Child, base: String, access: String) {
+    /// A real livegate-cloud (on SQLite in `directory` unless `storage` says otherwise) with one user
+    /// (bench), and a signed-in access token.
+    func startCloud(directory: String, bin: String, storage: [String]? = nil) async throws -> (cloud: Child, base: String, access: String) {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try "bench:bench-password\n".write(toFile: directory + "/users", atomically: true, encoding: .utf8)
         let output = Pipe()
         let cloud = try Child(
             "livegate-cloud",
             bin + "/livegate-cloud",
-            ["--port", "0", "--database", directory + "/cloud.sqlite", "--users-file", directory + "/users", "--bcrypt-cost", "4"],
+            ["--port", "0", "--users-file", directory + "/users", "--bcrypt-cost", "4"] + (storage ?? ["--database", directory + "/cloud.sqlite"]),
             log: directory + "/cloud.log",
             stdout: output
         )

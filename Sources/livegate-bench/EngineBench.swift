@@ -16,45 +16,7 @@ extension Bench {
         let (cloud, base, access) = try await startCloud(directory: directory, bin: bin)
         defer { cloud.stop() }
 
-        // The cloud's writes: one client after the other, then 8 at once.
-        var latencies: [Double] = []
-        let padding = String(repeating: "x", count: max(0, payloadBytes - 20))
-        for n in 0..<1000 {
-            let start = DispatchTime.now().uptimeNanoseconds
-            _ = try await httpJSON(
-                .PUT,
-                base + CloudPath.object(EntityKey(collection: "w", id: "o\(n % 50)")),
-                #"{"data":{"pad":"\#(padding)"}}"#,
-                token: access
-            )
-            latencies.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
-        }
-        latencies.sort()
-        say(
-            "cloud (SQLite) writes, one client: p50 \(format(latencies[latencies.count / 2])) ms, p99 \(format(latencies[latencies.count * 99 / 100])) ms, "
-                + "\(Int(1000 / (latencies.reduce(0, +) / 1000))) writes/s"
-        )
-        let concurrent = 8
-        let perClient = 250
-        let started = DispatchTime.now().uptimeNanoseconds
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for c in 0..<concurrent {
-                group.addTask {
-                    for n in 0..<perClient {
-                        _ = try await httpJSON(
-                            .PUT,
-                            base + CloudPath.object(EntityKey(collection: "w", id: "c\(c)-\(n % 20)")),
-                            #"{"data":{"pad":"\#(padding)"}}"#,
-                            token: access
-                        )
-                    }
-                }
-            }
-            try await group.waitForAll()
-        }
-        let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-        say("cloud (SQLite) writes, \(concurrent) clients at once: \(Int(Double(concurrent * perClient) / seconds)) writes/s")
-
+        try await measureCloudWrites("SQLite", base: base, access: access)
         try await measureEngine(base: base, directory: directory, token: access)
     }
 
@@ -132,7 +94,7 @@ extension Bench {
         await engine.close()
     }
 
-    private func format(_ milliseconds: Double) -> String { String(format: "%.2f", milliseconds) }
+    func format(_ milliseconds: Double) -> String { String(format: "%.2f", milliseconds) }
 
     private func residentKiB() -> Int {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
