@@ -88,6 +88,7 @@ func buildCloudApplication(
         store: store
     )
     let router = Router(context: BasicWebSocketRequestContext.self)
+    router.middlewares.add(StorageErrorMiddleware())
     let faults = configuration.faultInjection ? FaultInjector() : nil
     if let faults {
         router.middlewares.add(FaultMiddleware(faults: faults))

@@ -100,6 +100,54 @@ extension PostgresSharingTests {
     }
 }
 
+extension PostgresSharingTests {
+    @Test func afterLosingItsDatabaseConnectionsAnInstanceDeliversWhatWasWrittenMeanwhile() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false, backend: .postgres)
+        defer { cluster.stop() }
+        let other = try await cluster.startAnotherCloud()
+        let database = try #require(cluster.postgresURL)
+        let token = try await cluster.login()
+        let login = #"{"username":"\#(TestCluster.username)","password":"\#(TestCluster.password)"}"#
+        let otherToken = try JSONDecoder().decode(
+            LoginResponse.self,
+            from: Data(try await cluster.call(.POST, CloudPath.login, json: login, on: other).body.utf8)
+        )
+        .accessToken
+        let writes = 10
+        let (ready, readySink) = AsyncStream.makeStream(of: Void.self)
+        let heard = try await withTimeout(.seconds(60), "the subscriber hears every write made after the connections were cut") {
+            async let heard = Self.events(from: cluster.cloudURL, token: token, topic: .collection("notes"), count: writes, ready: readySink)
+            var subscribed = ready.makeAsyncIterator()
+            _ = await subscribed.next()
+            // Every database connection of both instances ends, the first's notification listener with them.
+            try PrivatePostgres.shared.terminateConnections(to: database)
+            // Writes through the other instance; retried while it reconnects (a 5xx then is the database's
+            // absence, never a lost write: the write either committed, and is in the log, or did not).
+            for n in 1...writes {
+                var answer = try await cluster.call(
+                    .PUT,
+                    CloudPath.object(EntityKey(collection: "notes", id: "n\(n)")),
+                    json: #"{"data":{"n":\#(n)}}"#,
+                    token: otherToken,
+                    on: other
+                )
+                while answer.status >= 500 {
+                    answer = try await cluster.call(
+                        .PUT,
+                        CloudPath.object(EntityKey(collection: "notes", id: "n\(n)")),
+                        json: #"{"data":{"n":\#(n)}}"#,
+                        token: otherToken,
+                        on: other
+                    )
+                }
+                guard answer.status == 201 else { throw ClusterError("write \(n): \(answer)") }
+            }
+            return try await heard
+        }
+        #expect(heard.map { $0.entity?.id } == (1...writes).map { "n\($0)" }, "every write, in order, none twice")
+    }
+}
+
 extension Array where Element: Sendable {
     func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
         var results: [T] = []

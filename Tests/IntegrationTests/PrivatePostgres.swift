@@ -66,6 +66,21 @@ final class PrivatePostgres: Sendable {
         return "postgresql://postgres@localhost/\(name)?host=\(directory)"
     }
 
+    /// Ends every server process serving `database`'s clients (as a failover or a restart would): each
+    /// client sees its connection closed.
+    func terminateConnections(to databaseURL: String) throws {
+        guard let name = URLComponents(string: databaseURL)?.path.dropFirst(), !name.isEmpty else {
+            throw ClusterError("no database in \(databaseURL)")
+        }
+        try run(
+            "psql",
+            [
+                "-h", directory, "-U", "postgres", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-c",
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '\(name)' AND pid <> pg_backend_pid()",
+            ]
+        )
+    }
+
     private func commandLine(_ program: String, _ arguments: [String]) -> [String] {
         let command = [binDirectory + "/" + program] + arguments
         return geteuid() == 0 ? ["/usr/sbin/runuser", "-u", "postgres", "--"] + command : command

@@ -112,6 +112,12 @@ final class TestCluster: Sendable {
         return (cloud, port)
     }
 
+    /// The PostgreSQL database's URL, when the cloud runs on PostgreSQL.
+    var postgresURL: String? {
+        guard let flag = storageArguments.firstIndex(of: "--postgres") else { return nil }
+        return storageArguments[flag + 1]
+    }
+
     /// A second `livegate-cloud` on the same storage and arguments (for PostgreSQL: another instance sharing
     /// the database). Returns its base URL; `stop()` stops it too.
     func startAnotherCloud() async throws -> String {
