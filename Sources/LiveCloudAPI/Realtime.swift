@@ -181,8 +181,8 @@ public struct RealtimeServerMessage: Codable, Sendable, Equatable {
     public static func ack(ref: Int64, seq: Int64? = nil, resync: Bool? = nil, replayed: Int? = nil) -> Self {
         Self(op: .ack, ref: ref, seq: seq, resync: resync, replayed: replayed)
     }
-    public static func error(ref: Int64?, code: CloudErrorCode, message: String) -> Self {
-        Self(op: .error, ref: ref, code: code, message: message)
+    public static func error(ref: Int64?, code: CloudErrorCode, message: String, topic: Topic? = nil) -> Self {
+        Self(op: .error, ref: ref, code: code, message: message, topic: topic)
     }
     public static func event(seq: Int64, topic: Topic, entity: Entity) -> Self {
         Self(op: .event, seq: seq, topic: topic, entity: entity)

@@ -63,6 +63,6 @@ public enum StreamEvent: Sendable {
     case message(StreamMessageBody)
     /// The daemon's link to the cloud was down longer than the cloud's log reaches back: messages may be lost.
     case resync
-    /// The cloud refused the subscription when the daemon remade it (access revoked, stream removed).
+    /// The cloud ended the subscription (access revoked), or refused it when the daemon remade it (access revoked, stream removed).
     case error(LiveGateError)
 }

@@ -209,6 +209,73 @@ import Testing
         }
     }
 
+    @Test func revokingASubscriberEndsItsSubscriptionAndWhatWasSentMeanwhileIsNeverReplayedToIt() async throws {
+        let cluster = try await cluster(startDaemon: false)
+        defer { cluster.stop() }
+        let alice = try await cluster.login()
+        let bob = try await cluster.login(as: "bob")
+        let bobsACL = CloudPath.streamACL("songs", user: "bob")
+        let toBob = CloudPath.streamMessages("songs", user: "bob")
+        let topic = Topic.stream("songs", user: "bob")
+        #expect(try await cluster.call(.PUT, bobsACL, json: #"{"publishers":["bob"],"subscribers":["alice"]}"#, token: bob).status == 200)
+        let baseline = ClusterBox<Int64>()
+        try await withRealtimeConnection(to: cluster.cloudURL, token: alice) { send, next in
+            try await send(RealtimeClientMessage(op: .subscribe, ref: 1, topic: topic))
+            baseline.set(try #require(try await next().seq))
+            #expect(try await cluster.call(.PUT, bobsACL, json: #"{"publishers":["bob"],"subscribers":[]}"#, token: bob).status == 200)
+            let ended = try await next()
+            #expect(ended.op == .error && ended.ref == nil && ended.topic == topic && ended.code == .forbidden, "\(ended)")
+        }
+        // Sent while alice was out; then she is let back in and resumes from before: not replayed.
+        #expect(try await cluster.call(.POST, toBob, json: #"{"message":"private"}"#, token: bob).status == 201)
+        #expect(try await cluster.call(.PUT, bobsACL, json: #"{"publishers":["bob"],"subscribers":["alice"]}"#, token: bob).status == 200)
+        try await withRealtimeConnection(to: cluster.cloudURL, token: alice) { send, next in
+            try await send(RealtimeClientMessage(op: .subscribe, ref: 2, topic: topic, since: baseline.get()))
+            let ack = try await next()
+            #expect(ack.op == .ack && ack.resync == true && ack.replayed == nil, "continuity broken by the ACL: \(ack)")
+            #expect(try await cluster.call(.POST, toBob, json: #"{"message":"public"}"#, token: bob).status == 201)
+            #expect(try await next().streamMessage?.message == "public", "the next message is the one sent after")
+        }
+    }
+
+    @Test func revokingASubscriberEndsItsSubscriptionThroughTheDaemon() async throws {
+        let cluster = try await cluster(startDaemon: true)
+        defer { cluster.stop() }
+        let bob = try await cluster.login(as: "bob")
+        let bobsACL = CloudPath.streamACL("songs", user: "bob")
+        #expect(try await cluster.call(.PUT, bobsACL, json: #"{"publishers":["bob"],"subscribers":["alice","carol"]}"#, token: bob).status == 200)
+        // Following while the daemon is still connecting would subscribe only once it is connected (with a
+        // resync notice): wait for the connection, so that a follow returns subscribed.
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "revoked") { connection in
+            let following = try await connection.follow(stream: "songs", user: "bob")
+            let events = Queue(following.events)
+            #expect(try await cluster.call(.POST, CloudPath.streamMessages("songs", user: "bob"), json: #"{"message":1}"#, token: bob).status == 201)
+            #expect(try await Self.nextMessage(events).message == 1)
+
+            // Carol is still welcome; alice (the daemon's user) is not any more: her subscription ends now.
+            #expect(try await cluster.call(.PUT, bobsACL, json: #"{"publishers":["bob"],"subscribers":["carol"]}"#, token: bob).status == 200)
+            let ended = try await withTimeout(.seconds(20), "the follower is told its subscription ended") {
+                try await events.next()
+            }
+            guard case .error(let error) = ended else {
+                Issue.record("expected the end of the subscription, got \(String(describing: ended))")
+                return
+            }
+            #expect(error.code == .notPermitted, "\(error)")
+            try await eventually("the cloud holds no subscription of alice to bob's topic") {
+                try await cluster.stats().subscriptions["stream:songs/bob"] == nil
+            }
+            // What bob posts now does not reach alice: the next thing her token sees is nothing until she is
+            // let back in and follows again.
+            #expect(try await cluster.call(.POST, CloudPath.streamMessages("songs", user: "bob"), json: #"{"message":2}"#, token: bob).status == 201)
+            #expect(try await cluster.call(.PUT, bobsACL, json: #"{"publishers":["bob"],"subscribers":["alice"]}"#, token: bob).status == 200)
+            let again = Queue(try await connection.follow(stream: "songs", user: "bob").events)
+            #expect(try await cluster.call(.POST, CloudPath.streamMessages("songs", user: "bob"), json: #"{"message":3}"#, token: bob).status == 201)
+            #expect(try await Self.nextMessage(again).message == 3)
+        }
+    }
+
     static func nextMessage(_ queue: Queue<StreamEvent>) async throws -> StreamMessageBody {
         try await withTimeout(.seconds(20), "waiting for a stream message") {
             while let event = try await queue.next() {

@@ -122,6 +122,24 @@ import Testing
         #expect(machine.wantedTopics == [a])
     }
 
+    @Test func aSubscriptionTheCloudEndedIsMadeAgainByTheNextHolder() {
+        var machine = RealtimeConnectionStateMachine()
+        machine.connectionStarted()
+        _ = machine.connectionEstablished()
+        #expect(machine.acquire(a) == true)
+        machine.subscriptionEnded(a)
+        #expect(machine.wantedTopics == [a], "its holders keep their references")
+        #expect(machine.acquire(a) == true, "a new holder subscribes again")
+        #expect(machine.acquire(a) == false, "once")
+        machine.subscriptionEnded(a)
+        #expect(machine.release(a) == .held)
+        #expect(machine.release(a) == .held)
+        #expect(machine.release(a) == .linger)
+        #expect(machine.expire(a) == (true, false), "nothing to unsubscribe: the cloud ended it")
+        machine.subscriptionEnded(b)
+        #expect(machine.acquire(b) == true, "an unheld topic is unaffected")
+    }
+
     @Test func topicsWantedWhileDisconnectedAreSubscribedOnConnect() {
         var machine = RealtimeConnectionStateMachine()
         #expect(machine.acquire(a) == false)

@@ -7,13 +7,16 @@ import Synchronization
 /// One realtime connection, as the hub sees it: a bounded queue of encoded messages to write.
 final class RealtimeSubscriber: Sendable {
     let id: Int
+    /// Who the connection belongs to (its bearer token's user).
+    let user: String
     /// Encoded messages, in order. Finishes when the subscriber is cut off for being too slow.
     let messages: AsyncStream<String>
     private let sink: AsyncStream<String>.Continuation
     private let overflowed = Mutex(false)
 
-    init(id: Int, queueLimit: Int) {
+    init(id: Int, user: String, queueLimit: Int) {
         self.id = id
+        self.user = user
         (messages, sink) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingOldest(queueLimit))
     }
 
@@ -104,10 +107,10 @@ final class RealtimeHub: Sendable {
         state.withLock { $0.lastPublished = lastPublished }
     }
 
-    func connect() -> RealtimeSubscriber {
+    func connect(user: String) -> RealtimeSubscriber {
         state.withLock { state in
             state.nextID += 1
-            let subscriber = RealtimeSubscriber(id: state.nextID, queueLimit: queueLimit)
+            let subscriber = RealtimeSubscriber(id: state.nextID, user: user, queueLimit: queueLimit)
             state.subscribers[subscriber.id] = subscriber
             return subscriber
         }
@@ -160,8 +163,14 @@ final class RealtimeHub: Sendable {
             }
             throw error
         }
+        // A stream topic's log holds the recipient's ACL changes too: they are not sent, and one that left
+        // this subscriber out since `since` breaks continuity (nothing sent while it was out is replayed).
+        let replay = log.events.filter { if case .aclChanged = $0.event { false } else { true } }
+        let shutOut = log.events.contains {
+            if case .aclChanged(_, _, let acl) = $0.event { !acl.subscribers.contains(subscriber.user) } else { false }
+        }
         // Continuity is proven when every event after `since` is still in the log.
-        let continuous = since <= head && since + 1 >= (log.oldest ?? head + 1)
+        let continuous = since <= head && since + 1 >= (log.oldest ?? head + 1) && !shutOut
         state.withLock { state in
             let buffered = state.replaying.removeValue(forKey: subscription) ?? []
             guard state.subscribers[subscriber.id] != nil else {
@@ -169,10 +178,15 @@ final class RealtimeHub: Sendable {
                 state.remove(subscriber.id, from: topic)
                 return
             }
-            let replayed = continuous ? log.events.count + buffered.count : nil
+            guard state.topics[topic]?.contains(subscriber.id) == true else {
+                // Ended while the log was read (an ACL change): the request is answered with that.
+                subscriber.send(Self.encode(.error(ref: ref, code: .forbidden, message: "the subscription was ended: the access list changed")))
+                return
+            }
+            let replayed = continuous ? replay.count + buffered.count : nil
             subscriber.send(Self.encode(.ack(ref: ref, seq: head, resync: continuous ? nil : true, replayed: replayed)))
             if continuous {
-                for logged in log.events where subscriber.send(Self.encode(logged.event.serverMessage(seq: logged.seq, topic: topic))) {
+                for logged in replay where subscriber.send(Self.encode(logged.event.serverMessage(seq: logged.seq, topic: topic))) {
                     state.eventsSent += 1
                 }
             }
@@ -192,6 +206,10 @@ final class RealtimeHub: Sendable {
     /// collection's and the query topics it concerns; a stream message: the recipient's). Each message is
     /// encoded once per topic, whatever the number of subscribers.
     func publish(seq: Int64, event: LoggedEvent) {
+        if case .aclChanged(let stream, let user, let acl) = event {
+            endSubscriptions(to: .stream(stream, user: user), notAllowedBy: acl, seq: seq, event: event)
+            return
+        }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         var encoded: [(Topic, String)] = []
@@ -208,6 +226,21 @@ final class RealtimeHub: Sendable {
             for topic in queries where event.concerns(topic) {
                 guard let data = try? encoder.encode(event.serverMessage(seq: seq, topic: topic)) else { continue }
                 state.deliver(String(decoding: data, as: UTF8.self), seq: seq, on: topic)
+            }
+        }
+    }
+
+    /// Ends the subscriptions to a stream topic whose connections' users the topic's new ACL no longer
+    /// lists among its subscribers: each gets an `error` naming the topic (no `ref`: nothing asked).
+    private func endSubscriptions(to topic: Topic, notAllowedBy acl: StreamACL, seq: Int64, event: LoggedEvent) {
+        let text = Self.encode(event.serverMessage(seq: seq, topic: topic))
+        state.withLock { state in
+            state.lastPublished = max(state.lastPublished, seq)
+            for id in state.topics[topic] ?? [] {
+                guard let subscriber = state.subscribers[id], !acl.subscribers.contains(subscriber.user) else { continue }
+                state.replaying[SubscriptionKey(subscriber: id, topic: topic)] = nil
+                state.remove(id, from: topic)
+                subscriber.send(text)
             }
         }
     }

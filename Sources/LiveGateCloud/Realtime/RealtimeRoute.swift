@@ -28,7 +28,7 @@ struct RealtimeRoute: Sendable {
             onUpgrade: { inbound, outbound, context in
                 // Checked at the upgrade; the name decides which topics this connection may hear.
                 let user = (try? await auth.user(for: context.request)) ?? ""
-                let subscriber = hub.connect()
+                let subscriber = hub.connect(user: user)
                 defer { hub.disconnect(subscriber) }
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {

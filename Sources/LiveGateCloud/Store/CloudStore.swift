@@ -66,12 +66,16 @@ protocol CloudStore: Sendable {
 enum LoggedEvent: Sendable, Equatable {
     case entity(Entity, previous: JSONValue?)
     case message(StreamMessage)
+    /// A user's ACL on a stream was replaced: subscriptions it no longer allows end (on every instance).
+    /// Its log row has `collection` = `$acl/<stream>`, `id` = the user, the ACL as its `entity` text.
+    case aclChanged(stream: String, user: String, acl: StreamACL)
 
     /// The topics that hear of it, but for query topics (see ``concerns(_:)``).
     var topics: [Topic] {
         switch self {
         case .entity(let entity, _): [.object(entity.key), .collection(entity.collection)]
         case .message(let message): [.stream(message.stream, user: message.to)]
+        case .aclChanged: []
         }
     }
 
@@ -91,15 +95,26 @@ enum LoggedEvent: Sendable, Equatable {
         switch self {
         case .entity(let entity, _): .event(seq: seq, topic: topic, entity: entity)
         case .message(let message): .event(seq: seq, topic: topic, message: message)
+        case .aclChanged(let stream, let user, _):
+            .error(ref: nil, code: .forbidden, message: "the access list of \(user) on \(stream) changed", topic: topic)
         }
     }
 
     /// The log row's `collection` for messages of a stream.
     static func logCollection(ofStream stream: String) -> String { "$stream/" + stream }
 
-    /// Decodes a log row: its `collection` says whether `text` is a stream message or an entity.
-    init(collection: String, text: String, previous: String?) throws {
-        if collection.hasPrefix("$stream/") {
+    /// The log row's `collection` for ACL changes on a stream.
+    static func logCollection(ofACLsOf stream: String) -> String { "$acl/" + stream }
+
+    /// Decodes a log row: its `collection` says whether `text` is a stream message, an ACL or an entity.
+    init(collection: String, id: String, text: String, previous: String?) throws {
+        if collection.hasPrefix("$acl/") {
+            self = .aclChanged(
+                stream: String(collection.dropFirst("$acl/".count)),
+                user: id,
+                acl: try JSONDecoder().decode(StreamACL.self, from: Data(text.utf8))
+            )
+        } else if collection.hasPrefix("$stream/") {
             self = .message(try JSONDecoder().decode(StreamMessage.self, from: Data(text.utf8)))
         } else {
             self = .entity(
@@ -117,13 +132,15 @@ enum LoggedEvent: Sendable, Equatable {
 }
 
 extension Topic {
-    /// Which log rows hold the topic's events: those of its `collection` and, for an object or a stream's
-    /// recipient, of its `id` (a query topic's are those of its collection that ``LoggedEvent/concerns(_:)`` it).
-    var logRows: (collection: String, id: String?) {
+    /// Which log rows hold the topic's events: those of its `collections` and, for an object or a stream's
+    /// recipient, of its `id` (a query topic's are those of its collection that ``LoggedEvent/concerns(_:)``
+    /// it; a stream topic's include the recipient's ACL changes, which are not sent but decide continuity).
+    var logRows: (collections: [String], id: String?) {
         switch self {
-        case .object(let key): (key.collection, key.id)
-        case .collection(let collection), .query(let collection, _): (collection, nil)
-        case .stream(let stream, let user): (LoggedEvent.logCollection(ofStream: stream), user)
+        case .object(let key): ([key.collection], key.id)
+        case .collection(let collection), .query(let collection, _): ([collection], nil)
+        case .stream(let stream, let user):
+            ([LoggedEvent.logCollection(ofStream: stream), LoggedEvent.logCollection(ofACLsOf: stream)], user)
         }
     }
 }

@@ -34,6 +34,12 @@ extension SQLiteStore {
                 sql: "INSERT INTO stream_acl (stream, user, acl) VALUES (?, ?, ?) ON CONFLICT (stream, user) DO UPDATE SET acl = excluded.acl",
                 arguments: [stream, user, text]
             )
+            // In the log too, so every subscription the new ACL no longer allows ends.
+            try db.execute(
+                sql: "INSERT INTO event (collection, id, version, entity) VALUES (?, ?, 0, ?)",
+                arguments: [LoggedEvent.logCollection(ofACLsOf: stream), user, text]
+            )
+            _ = try self.appended(db, .aclChanged(stream: stream, user: user, acl: acl))
             return true
         }
     }

@@ -30,24 +30,20 @@ final class SQLiteStore: CloudStore {
     func events(of topic: Topic, after: Int64, upTo: Int64) async throws -> (events: [(seq: Int64, event: LoggedEvent)], oldest: Int64?) {
         try await pool.read { db in
             let oldest = try Int64.fetchOne(db, sql: "SELECT MIN(seq) FROM event")
-            let (collection, id) = topic.logRows
-            let rows =
-                if let id {
-                    try Row.fetchAll(
-                        db,
-                        sql:
-                            "SELECT seq, collection, entity, previous FROM event WHERE collection = ? AND id = ? AND seq > ? AND seq <= ? ORDER BY seq",
-                        arguments: [collection, id, after, upTo]
-                    )
-                } else {
-                    try Row.fetchAll(
-                        db,
-                        sql: "SELECT seq, collection, entity, previous FROM event WHERE collection = ? AND seq > ? AND seq <= ? ORDER BY seq",
-                        arguments: [collection, after, upTo]
-                    )
-                }
+            let (collections, id) = topic.logRows
+            var condition = "collection IN (\(collections.map { _ in "?" }.joined(separator: ", ")))"
+            var arguments = StatementArguments(collections)
+            if let id {
+                condition += " AND id = ?"
+                arguments += [id]
+            }
+            let rows = try Row.fetchAll(
+                db,
+                sql: "SELECT seq, collection, id, entity, previous FROM event WHERE \(condition) AND seq > ? AND seq <= ? ORDER BY seq",
+                arguments: arguments + [after, upTo]
+            )
             let events = try rows.map { row -> (seq: Int64, event: LoggedEvent) in
-                (row["seq"], try LoggedEvent(collection: row["collection"], text: row["entity"], previous: row["previous"]))
+                (row["seq"], try LoggedEvent(collection: row["collection"], id: row["id"], text: row["entity"], previous: row["previous"]))
             }.filter { topic.filterQuery == nil || $0.event.concerns(topic) }
             return (events, oldest)
         }

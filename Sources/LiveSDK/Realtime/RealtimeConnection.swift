@@ -261,7 +261,15 @@ actor RealtimeConnection {
                 "the cloud refused a realtime request",
                 metadata: ["code": "\(message.code?.rawValue ?? "-")", "message": "\(message.message ?? "")"]
             )
-            if let ref = message.ref { answered(ref, message) }
+            if let ref = message.ref {
+                answered(ref, message)
+            } else if let topic = message.topic {
+                // The cloud ended a subscription it no longer allows (a stream ACL changed). Whoever
+                // subscribes again starts afresh: nothing sent meanwhile is replayed.
+                machine.subscriptionEnded(topic)
+                lastSeq[topic] = nil
+                events.yield(.subscriptionRefused(topic, code: message.code, message: message.message ?? "subscription ended"))
+            }
         case .event:
             guard let seq = message.seq, let topic = message.topic else { return }
             if machine.wantedTopics.contains(topic) { lastSeq[topic] = max(lastSeq[topic] ?? 0, seq) }

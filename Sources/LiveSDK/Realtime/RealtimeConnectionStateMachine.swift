@@ -28,6 +28,8 @@ public struct RealtimeConnectionStateMachine: Sendable {
     public private(set) var phase: Phase = .idle
     /// Holders per topic; 0 while a released topic lingers (still subscribed, until it expires).
     private var refCounts: [Topic: Int] = [:]
+    /// Held topics whose subscription the cloud ended (see ``subscriptionEnded(_:)``).
+    private var endedByCloud: Set<Topic> = []
 
     public init() {}
 
@@ -63,7 +65,14 @@ public struct RealtimeConnectionStateMachine: Sendable {
             return phase == .connected
         }
         refCounts[topic] = count + 1
-        return false
+        // The cloud ended the subscription while it was held: a new holder subscribes again.
+        return endedByCloud.remove(topic) != nil && phase == .connected
+    }
+
+    /// The cloud ended the subscription of a held topic on its own (a stream ACL no longer allows it). The
+    /// holders keep their references; the next ``acquire(_:)`` (or the next connection) subscribes again.
+    public mutating func subscriptionEnded(_ topic: Topic) {
+        if refCounts[topic] != nil { endedByCloud.insert(topic) }
     }
 
     /// Drops one reference on `topic`.
@@ -84,7 +93,8 @@ public struct RealtimeConnectionStateMachine: Sendable {
     public mutating func expire(_ topic: Topic) -> (dropped: Bool, unsubscribe: Bool) {
         guard refCounts[topic] == 0 else { return (false, false) }
         refCounts[topic] = nil
-        return (true, phase == .connected)
+        let ended = endedByCloud.remove(topic) != nil
+        return (true, phase == .connected && !ended)
     }
 
     /// A connection attempt starts.
@@ -99,6 +109,7 @@ public struct RealtimeConnectionStateMachine: Sendable {
     /// The WebSocket is open. Returns the topics to subscribe to now.
     public mutating func connectionEstablished() -> Set<Topic> {
         phase = .connected
+        endedByCloud.removeAll()
         return wantedTopics
     }
 

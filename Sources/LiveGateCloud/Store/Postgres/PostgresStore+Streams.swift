@@ -31,16 +31,22 @@ extension PostgresStore {
 
     func setACL(_ acl: StreamACL, stream: String, user: String) async throws -> Bool {
         let text = try StoreText.encode(acl)
-        let set = try await client.query(
-            """
-            INSERT INTO stream_acl (stream, username, acl) SELECT name, \(user), \(text) FROM stream WHERE name = \(stream)
-            ON CONFLICT (stream, username) DO UPDATE SET acl = excluded.acl RETURNING stream
-            """,
-            logger: logger
-        )
-        var found = false
-        for try await _ in set.decode(String.self) { found = true }
-        return found
+        return try await client.withTransaction(logger: logger) { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.writeLock))", logger: logger)
+            let set = try await connection.query(
+                """
+                INSERT INTO stream_acl (stream, username, acl) SELECT name, \(user), \(text) FROM stream WHERE name = \(stream)
+                ON CONFLICT (stream, username) DO UPDATE SET acl = excluded.acl RETURNING stream
+                """,
+                logger: logger
+            )
+            var found = false
+            for try await _ in set.decode(String.self) { found = true }
+            guard found else { return false }
+            // In the log too, so every instance ends the subscriptions the new ACL no longer allows.
+            _ = try await append(connection, collection: LoggedEvent.logCollection(ofACLsOf: stream), id: user, version: 0, text: text)
+            return true
+        }
     }
 
     func send(_ message: JSONValue, stream: String, from: String, to: String) async throws -> StreamSendOutcome {

@@ -42,7 +42,7 @@ final class PostgresStore: CloudStore {
     }
 
     func events(of topic: Topic, after: Int64, upTo: Int64) async throws -> (events: [(seq: Int64, event: LoggedEvent)], oldest: Int64?) {
-        let (collection, id) = topic.logRows
+        let (collections, id) = topic.logRows
         // One snapshot for the rows and the log's oldest seq.
         return try await client.withTransaction(logger: logger) { connection in
             try await connection.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ", logger: logger)
@@ -50,24 +50,14 @@ final class PostgresStore: CloudStore {
             for try await value in try await connection.query("SELECT min(seq) FROM event", logger: logger).decode(Int64?.self) {
                 oldest = value
             }
-            let rows: PostgresRowSequence =
-                if let id {
-                    try await connection.query(
-                        """
-                        SELECT seq, collection, entity, previous FROM event
-                        WHERE collection = \(collection) AND id = \(id) AND seq > \(after) AND seq <= \(upTo) ORDER BY seq
-                        """,
-                        logger: logger
-                    )
-                } else {
-                    try await connection.query(
-                        "SELECT seq, collection, entity, previous FROM event WHERE collection = \(collection) AND seq > \(after) AND seq <= \(upTo) ORDER BY seq",
-                        logger: logger
-                    )
-                }
+            var statement = PostgresStatement("SELECT seq, collection, id, entity, previous FROM event WHERE ")
+            statement.append("collection = ANY(\(statement.bind(collections)))")
+            if let id { statement.append(" AND id = \(statement.bind(id))") }
+            statement.append(" AND seq > \(statement.bind(after)) AND seq <= \(statement.bind(upTo)) ORDER BY seq")
+            let rows = try await connection.query(statement.query, logger: logger)
             var events: [(seq: Int64, event: LoggedEvent)] = []
-            for try await (seq, collection, text, previous) in rows.decode((Int64, String, String, String?).self) {
-                let event = try LoggedEvent(collection: collection, text: text, previous: previous)
+            for try await (seq, collection, id, text, previous) in rows.decode((Int64, String, String, String, String?).self) {
+                let event = try LoggedEvent(collection: collection, id: id, text: text, previous: previous)
                 if topic.filterQuery == nil || event.concerns(topic) { events.append((seq, event)) }
             }
             return (events, oldest)
@@ -211,15 +201,15 @@ final class PostgresStore: CloudStore {
         var last = seq
         while true {
             let rows = try await client.query(
-                "SELECT seq, collection, entity, previous FROM event WHERE seq > \(last) ORDER BY seq LIMIT 1000",
+                "SELECT seq, collection, id, entity, previous FROM event WHERE seq > \(last) ORDER BY seq LIMIT 1000",
                 logger: logger
             )
             var read = 0
-            for try await (seq, collection, text, previous) in rows.decode((Int64, String, String, String?).self) {
+            for try await (seq, collection, id, text, previous) in rows.decode((Int64, String, String, String, String?).self) {
                 read += 1
                 last = seq
                 do {
-                    publish(seq, try LoggedEvent(collection: collection, text: text, previous: previous))
+                    publish(seq, try LoggedEvent(collection: collection, id: id, text: text, previous: previous))
                 } catch {
                     logger.error("an event in the log does not decode; skipped", metadata: ["seq": "\(seq)", "error": "\(error)"])
                 }
