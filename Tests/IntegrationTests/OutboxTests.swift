@@ -38,6 +38,24 @@ import Testing
         #expect(try await cluster.get("notes", "o1").version == 2, "the rejected write never reached the cloud")
     }
 
+    @Test func aWriteWhoseAnswerWasLostIsAppliedOnceAndNotRejected() async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        try await cluster.put("notes", "once", ["n": 0])
+        // The cloud applies the next two writes and loses each answer; the outbox resends them under the
+        // same write id. Without it, the resent ifVersion: 1 would be a conflict (the cloud has version 2)
+        // and the write rolled back although the cloud holds it; the merge would be applied twice.
+        try await cluster.fault(#"{"loseWriteAnswers":2}"#)
+        try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "once") { daemon in
+            let updated = try await daemon.update(collection: "notes", id: "once", data: ["n": 1], ifVersion: 1)
+            #expect(updated.version == 2 && updated.data == ["n": 1])
+            let merged = try await daemon.update(collection: "notes", id: "once", data: ["m": 1], merge: true)
+            #expect(merged.version == 3 && merged.data == ["n": 1, "m": 1])
+        }
+        #expect(try await cluster.get("notes", "once").version == 3, "each write applied once")
+    }
+
     @Test func queuedWritesSurviveAnOutageAndADaemonRestartAndArriveInOrder() async throws {
         let cluster = try await TestCluster.start()
         defer { cluster.stop() }

@@ -8,6 +8,7 @@ final class FaultInjector: Sendable {
     private struct State {
         var refuseConnectionsUntil: ContinuousClock.Instant?
         var failNextRequests = 0
+        var loseNextWriteAnswers = 0
         var requestDelay: Duration = .zero
     }
 
@@ -27,12 +28,22 @@ final class FaultInjector: Sendable {
         }
     }
 
+    /// Whether the answer to an object write just applied is to be lost (replaced by a 503).
+    func losesWriteAnswer() -> Bool {
+        state.withLock { state in
+            guard state.loseNextWriteAnswers > 0 else { return false }
+            state.loseNextWriteAnswers -= 1
+            return true
+        }
+    }
+
     func apply(_ request: FaultRequest) {
         state.withLock { state in
             if let milliseconds = request.refuseConnectionsForMs {
                 state.refuseConnectionsUntil = .now + .milliseconds(milliseconds)
             }
             if let count = request.failRequests { state.failNextRequests = count }
+            if let count = request.loseWriteAnswers { state.loseNextWriteAnswers = count }
             if let milliseconds = request.delayRequestsMs { state.requestDelay = .milliseconds(milliseconds) }
         }
     }
@@ -50,6 +61,9 @@ struct FaultRequest: Codable, Sendable {
     var refuseConnectionsForMs: Int?
     /// Answer the next N REST calls (but admin and stats) with 503.
     var failRequests: Int?
+    /// Apply the next N object writes (PUT, PATCH, DELETE of an object), then answer each with 503 as if
+    /// the answer were lost on the way: what a client retrying with an `Idempotency-Key` must survive.
+    var loseWriteAnswers: Int?
     /// Delay every REST call (but admin and stats) by this long; 0 ends it.
     var delayRequestsMs: Int?
     /// Expire every access token now: their next use gets 401 `token_expired`.

@@ -40,6 +40,11 @@ struct FaultMiddleware<Context: RequestContext>: RouterMiddleware {
         if fail {
             throw CloudHTTPError(.serviceUnavailable, .unavailable, "fault injection: this request fails on purpose")
         }
-        return try await next(request, context)
+        let response = try await next(request, context)
+        let writesAnObject = [.put, .patch, .delete].contains(request.method) && path.hasPrefix("/v1/collections/") && path.contains("/objects/")
+        if writesAnObject, (200..<300).contains(response.status.code), faults.losesWriteAnswer() {
+            throw CloudHTTPError(.serviceUnavailable, .unavailable, "fault injection: the write was applied, and this answer is lost on purpose")
+        }
+        return response
     }
 }

@@ -79,7 +79,8 @@ struct ObjectRoutes: Sendable {
                 }
                 ifVersion = version
             }
-            return try Self.respond(try await store.write(key, .delete, ifVersion: ifVersion), key, ifVersion)
+            let idempotency = try Self.idempotencyKey(request, user: user)
+            return try Self.respond(try await store.write(key, .delete, ifVersion: ifVersion, idempotency: idempotency), key, ifVersion)
         }
 
         router.get(RouterPath(CloudPath.stats)) { _, _ -> Response in
@@ -101,7 +102,21 @@ struct ObjectRoutes: Sendable {
         try permissions.check(user, .write, key.collection)
         let body = try await JSONResponse.decode(PutObjectRequest.self, from: request, limit: maxBodyBytes)
         guard body.data.isObject else { throw CloudHTTPError.badRequest("\"data\" must be \(what)") }
-        return try Self.respond(try await store.write(key, change(body.data), ifVersion: body.ifVersion), key, body.ifVersion)
+        let idempotency = try Self.idempotencyKey(request, user: user)
+        return try Self.respond(
+            try await store.write(key, change(body.data), ifVersion: body.ifVersion, idempotency: idempotency),
+            key,
+            body.ifVersion
+        )
+    }
+
+    /// The request's `Idempotency-Key`, if it has a valid one.
+    private static func idempotencyKey(_ request: Request, user: String) throws -> IdempotencyKey? {
+        guard let name = HTTPField.Name("Idempotency-Key"), let key = request.headers[name] else { return nil }
+        guard IdempotencyKey.isValid(key) else {
+            throw CloudHTTPError.badRequest("Idempotency-Key must be 1-128 characters of A-Z a-z 0-9 _ - . : (got \"\(key.prefix(40))\")")
+        }
+        return IdempotencyKey(user: user, key: key)
     }
 
     private static func respond(_ outcome: WriteOutcome, _ key: EntityKey, _ ifVersion: Int64?) throws -> Response {
@@ -115,6 +130,10 @@ struct ObjectRoutes: Sendable {
                 .versionConflict,
                 "\(key) is at version \(currentVersion), not \(ifVersion ?? 0)",
                 currentVersion: currentVersion
+            )
+        case .keyReused(let idempotencyKey, let target):
+            throw CloudHTTPError.badRequest(
+                "the Idempotency-Key \(idempotencyKey) was used for a write of \(target) already: use a new key for each write"
             )
         }
     }

@@ -30,8 +30,10 @@ protocol CloudStore: Sendable {
     func get(_ key: EntityKey) async throws -> Entity?
 
     /// Writes one object; with `ifVersion`, only if the stored version is exactly that (0: "does not
-    /// exist"). Versions grow by one with every write, deletions and re-creations included.
-    func write(_ key: EntityKey, _ change: EntityChange, ifVersion: Int64?) async throws -> WriteOutcome
+    /// exist"). Versions grow by one with every write, deletions and re-creations included. With an
+    /// `idempotency` key the store first looks for a write it already applied under that key (kept 24 hours),
+    /// and answers with that write's outcome instead of writing again.
+    func write(_ key: EntityKey, _ change: EntityChange, ifVersion: Int64?, idempotency: IdempotencyKey?) async throws -> WriteOutcome
 
     /// Creates the stream; `false` when it existed already.
     func createStream(_ name: String) async throws -> Bool
@@ -214,6 +216,46 @@ enum EntityChange: Sendable {
     }
 }
 
+/// A client's name for one write (`Idempotency-Key`), scoped to its user: a retried request with the same
+/// key is answered with the first one's outcome, so a write whose answer was lost is applied once.
+struct IdempotencyKey: Sendable, Hashable {
+    let user: String
+    let key: String
+
+    /// How long an applied key is remembered.
+    static let retentionMilliseconds: Int64 = 24 * 3600 * 1000
+
+    /// 1-128 characters of `A-Z a-z 0-9 _ - . :`.
+    static func isValid(_ key: String) -> Bool {
+        (1...128).contains(key.utf8.count)
+            && key.utf8.allSatisfy { byte in
+                (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == 0x5F || byte == 0x2D
+                    || byte == 0x2E || byte == 0x3A
+            }
+    }
+
+    /// The outcome a remembered write answers with: the entity it stored, as it stored it.
+    static func replayed(_ entity: Entity, outcome: String) -> WriteOutcome {
+        switch outcome {
+        case "created": .created(entity)
+        case "deleted": .deleted(entity)
+        default: .updated(entity)
+        }
+    }
+}
+
+extension WriteOutcome {
+    /// The stored entity and the outcome's name, for a write that stored one.
+    var applied: (entity: Entity, outcome: String)? {
+        switch self {
+        case .created(let entity): (entity, "created")
+        case .updated(let entity): (entity, "updated")
+        case .deleted(let entity): (entity, "deleted")
+        case .notFound, .conflict, .keyReused: nil
+        }
+    }
+}
+
 enum WriteOutcome: Sendable {
     case created(Entity)
     case updated(Entity)
@@ -221,6 +263,8 @@ enum WriteOutcome: Sendable {
     /// `merge` or `delete` of an object that does not exist (or is already deleted).
     case notFound
     case conflict(currentVersion: Int64)
+    /// The `Idempotency-Key` was used for a write of another object already.
+    case keyReused(String, by: EntityKey)
 }
 
 enum StreamSendOutcome: Sendable, Equatable {

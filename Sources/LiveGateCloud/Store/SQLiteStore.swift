@@ -135,6 +135,17 @@ final class SQLiteStore: CloudStore {
                 table.column("pair", .text).notNull()
             }
         }
+        migrator.registerMigration("v7-applied-writes") { db in
+            // Writes applied under an Idempotency-Key, so a retried request is answered, not applied again.
+            try db.create(table: "applied_write") { table in
+                table.column("user", .text).notNull()
+                table.column("key", .text).notNull()
+                table.column("entity", .text).notNull()
+                table.column("outcome", .text).notNull()
+                table.column("at", .integer).notNull().indexed()
+                table.primaryKey(["user", "key"])
+            }
+        }
         return migrator
     }
 
@@ -148,9 +159,20 @@ final class SQLiteStore: CloudStore {
         }
     }
 
-    func write(_ key: EntityKey, _ change: EntityChange, ifVersion: Int64?) async throws -> WriteOutcome {
+    func write(_ key: EntityKey, _ change: EntityChange, ifVersion: Int64?, idempotency: IdempotencyKey?) async throws -> WriteOutcome {
         let now = StoreText.timestamp()
         return try await pool.write { db -> WriteOutcome in
+            if let idempotency,
+                let row = try Row.fetchOne(
+                    db,
+                    sql: "SELECT entity, outcome FROM applied_write WHERE user = ? AND key = ?",
+                    arguments: [idempotency.user, idempotency.key]
+                )
+            {
+                let entity = try JSONDecoder().decode(Entity.self, from: Data((row["entity"] as String).utf8))
+                guard entity.key == key else { return .keyReused(idempotency.key, by: entity.key) }
+                return IdempotencyKey.replayed(entity, outcome: row["outcome"])
+            }
             let current = try Row.fetchOne(
                 db,
                 sql: "SELECT * FROM entity WHERE collection = ? AND id = ?",
@@ -177,8 +199,19 @@ final class SQLiteStore: CloudStore {
                 sql: "INSERT INTO event (collection, id, version, entity, previous) VALUES (?, ?, ?, ?, ?)",
                 arguments: [key.collection, key.id, entity.version, try StoreText.encode(entity), try LoggedEvent.previousText(of: current)]
             )
-            _ = try self.appended(db, .entity(entity, previous: current.flatMap { $0.deleted ? nil : $0.data }))
-            return EntityChange.outcome(storing: entity, over: current)
+            let seq = try self.appended(db, .entity(entity, previous: current.flatMap { $0.deleted ? nil : $0.data }))
+            let outcome = EntityChange.outcome(storing: entity, over: current)
+            if let idempotency, let applied = outcome.applied {
+                let now = Int64((Date().timeIntervalSince1970 * 1000).rounded())
+                if seq % 64 == 0 {
+                    try db.execute(sql: "DELETE FROM applied_write WHERE at < ?", arguments: [now - IdempotencyKey.retentionMilliseconds])
+                }
+                try db.execute(
+                    sql: "INSERT INTO applied_write (user, key, entity, outcome, at) VALUES (?, ?, ?, ?, ?)",
+                    arguments: [idempotency.user, idempotency.key, try StoreText.encode(applied.entity), applied.outcome, now]
+                )
+            }
+            return outcome
         }
     }
 

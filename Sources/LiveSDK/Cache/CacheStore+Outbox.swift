@@ -11,6 +11,9 @@ struct OutboxEntry: Sendable, Equatable {
     let key: EntityKey
     let write: LiveWrite
     let ifVersion: Int64?
+    /// A random id the cloud knows the write by (`Idempotency-Key`), kept across restarts; `nil` for writes
+    /// queued before write ids existed.
+    let writeID: String?
 }
 
 /// The durable write outbox: writes are stored here, synced to disk, before anyone is told they were
@@ -23,8 +26,8 @@ extension CacheStore {
             let text = try Self.encode(write)
             return try await durably { db in
                 try db.execute(
-                    sql: "INSERT INTO outbox (collection, objectId, write, ifVersion) VALUES (?, ?, ?, ?)",
-                    arguments: [key.collection, key.id, text, ifVersion]
+                    sql: "INSERT INTO outbox (collection, objectId, write, ifVersion, writeId) VALUES (?, ?, ?, ?, ?)",
+                    arguments: [key.collection, key.id, text, ifVersion, UUID().uuidString]
                 )
                 return db.lastInsertedRowID
             }
@@ -107,7 +110,8 @@ extension CacheStore {
             id: row["id"],
             key: EntityKey(collection: row["collection"], id: row["objectId"]),
             write: try decodeWrite(text),
-            ifVersion: row["ifVersion"]
+            ifVersion: row["ifVersion"],
+            writeID: row["writeId"]
         )
     }
 

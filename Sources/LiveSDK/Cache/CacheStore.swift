@@ -63,6 +63,11 @@ final class CacheStore: Sendable {
                 table.column("seq", .integer).notNull()
             }
         }
+        migrator.registerMigration("v5-outbox-write-ids") { db in
+            // The cloud's Idempotency-Key for each queued write, so a write resent after a lost answer
+            // (or a restart) is applied once.
+            try db.alter(table: "outbox") { table in table.add(column: "writeId", .text) }
+        }
         return migrator
     }
 

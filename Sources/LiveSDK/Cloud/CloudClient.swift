@@ -46,23 +46,24 @@ struct CloudClient: Sendable {
         return try Self.decode(Entity.self, from: body, what: "fetch of \(key)")
     }
 
-    func put(_ key: EntityKey, _ request: PutObjectRequest, token: String) async throws(LiveError) -> Entity {
-        let (status, body) = try await send(method: .PUT, path: CloudPath.object(key), token: token, body: request)
+    /// - Parameter writeID: sent as `Idempotency-Key`: a retry with the same id is applied once.
+    func put(_ key: EntityKey, _ request: PutObjectRequest, writeID: String? = nil, token: String) async throws(LiveError) -> Entity {
+        let (status, body) = try await send(method: .PUT, path: CloudPath.object(key), token: token, body: request, writeID: writeID)
         guard status == .ok || status == .created else { throw Self.error(status: status, body: body, what: "write of \(key)") }
         return try Self.decode(Entity.self, from: body, what: "write of \(key)")
     }
 
     /// Merges a JSON merge patch into the object's data.
-    func patch(_ key: EntityKey, _ request: PutObjectRequest, token: String) async throws(LiveError) -> Entity {
-        let (status, body) = try await send(method: .PATCH, path: CloudPath.object(key), token: token, body: request)
+    func patch(_ key: EntityKey, _ request: PutObjectRequest, writeID: String? = nil, token: String) async throws(LiveError) -> Entity {
+        let (status, body) = try await send(method: .PATCH, path: CloudPath.object(key), token: token, body: request, writeID: writeID)
         guard status == .ok else { throw Self.error(status: status, body: body, what: "update of \(key)") }
         return try Self.decode(Entity.self, from: body, what: "update of \(key)")
     }
 
     /// Deletes the object; returns its tombstone (`deleted: true`, the next version).
-    func delete(_ key: EntityKey, ifVersion: Int64?, token: String) async throws(LiveError) -> Entity {
+    func delete(_ key: EntityKey, ifVersion: Int64?, writeID: String? = nil, token: String) async throws(LiveError) -> Entity {
         let path = CloudPath.object(key) + (ifVersion.map { "?ifVersion=\($0)" } ?? "")
-        let (status, body) = try await send(method: .DELETE, path: path, token: token, body: Optional<Int>.none)
+        let (status, body) = try await send(method: .DELETE, path: path, token: token, body: Optional<Int>.none, writeID: writeID)
         guard status == .ok else { throw Self.error(status: status, body: body, what: "deletion of \(key)") }
         return try Self.decode(Entity.self, from: body, what: "deletion of \(key)")
     }
@@ -122,11 +123,13 @@ struct CloudClient: Sendable {
         method: HTTPMethod,
         path: String,
         token: String?,
-        body: (some Encodable)?
+        body: (some Encodable)?,
+        writeID: String? = nil
     ) async throws(LiveError) -> (HTTPResponseStatus, ByteBuffer) {
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = method
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        if let writeID { request.headers.add(name: "Idempotency-Key", value: writeID) }
         do {
             if let body {
                 request.headers.add(name: "Content-Type", value: "application/json")

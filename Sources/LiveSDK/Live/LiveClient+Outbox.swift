@@ -12,8 +12,8 @@ import Logging
 /// is sent when the engine runs again). Each write ends **confirmed** (it leaves the outbox in the same
 /// transaction that stores the cloud's entity; observers get the cloud's version) or **rejected** (a
 /// version conflict, a permission, an invalid write: it leaves the outbox, observers get the state without
-/// it and the error). Delivery is at least once: a write the cloud stored just before the engine died,
-/// unconfirmed, is sent again at the next start (with `ifVersion`, that resend is a version conflict).
+/// it and the error). Each write is applied once: it is sent under a write id kept with it in the outbox
+/// (the cloud's `Idempotency-Key`), so a resend after a lost answer or a restart gets the first outcome.
 extension LiveClient {
     /// Queues `change` and returns at once with its outbox id; the object's observers see it, pending,
     /// before this returns. ``write(collection:id:_:ifVersion:)`` also waits for the outcome.
@@ -86,7 +86,7 @@ extension LiveClient {
             writeInFlight = entry.key
             do {
                 let entity = try await withSession { token throws(LiveError) in
-                    try await send(entry.write, entry.key, ifVersion: entry.ifVersion, token: token)
+                    try await send(entry.write, entry.key, ifVersion: entry.ifVersion, writeID: entry.writeID, token: token)
                 }
                 failures = 0
                 last = entry.id
@@ -179,11 +179,14 @@ extension LiveClient {
         }
     }
 
-    private func send(_ change: LiveWrite, _ key: EntityKey, ifVersion: Int64?, token: String) async throws(LiveError) -> Entity {
+    /// Sends one queued write under its write id (the cloud's `Idempotency-Key`): when an earlier attempt
+    /// was applied but its answer lost, the cloud answers with that attempt's outcome instead of applying
+    /// the write again, so every write is applied once.
+    private func send(_ change: LiveWrite, _ key: EntityKey, ifVersion: Int64?, writeID: String?, token: String) async throws(LiveError) -> Entity {
         switch change {
-        case .replace(let data): try await cloud.put(key, PutObjectRequest(data: data, ifVersion: ifVersion), token: token)
-        case .merge(let patch): try await cloud.patch(key, PutObjectRequest(data: patch, ifVersion: ifVersion), token: token)
-        case .delete: try await cloud.delete(key, ifVersion: ifVersion, token: token)
+        case .replace(let data): try await cloud.put(key, PutObjectRequest(data: data, ifVersion: ifVersion), writeID: writeID, token: token)
+        case .merge(let patch): try await cloud.patch(key, PutObjectRequest(data: patch, ifVersion: ifVersion), writeID: writeID, token: token)
+        case .delete: try await cloud.delete(key, ifVersion: ifVersion, writeID: writeID, token: token)
         }
     }
 

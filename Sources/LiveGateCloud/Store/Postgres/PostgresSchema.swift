@@ -79,6 +79,20 @@ enum PostgresSchema {
             """,
             "CREATE INDEX token_by_expiry ON token (expires_at)",
         ],
+        // v4: writes applied under an Idempotency-Key, so a retried request is answered, not applied again.
+        [
+            """
+            CREATE TABLE applied_write (
+                username text NOT NULL,
+                key text NOT NULL,
+                entity text NOT NULL,
+                outcome text NOT NULL,
+                at bigint NOT NULL,
+                PRIMARY KEY (username, key)
+            )
+            """,
+            "CREATE INDEX applied_write_by_age ON applied_write (at)",
+        ],
     ]
 
     /// An advisory lock key of the schema's own ("lg-schem").

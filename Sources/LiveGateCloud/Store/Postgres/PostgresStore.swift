@@ -112,10 +112,21 @@ final class PostgresStore: CloudStore {
         ).first
     }
 
-    func write(_ key: EntityKey, _ change: EntityChange, ifVersion: Int64?) async throws -> WriteOutcome {
+    func write(_ key: EntityKey, _ change: EntityChange, ifVersion: Int64?, idempotency: IdempotencyKey?) async throws -> WriteOutcome {
         let now = StoreText.timestamp()
         return try await client.withTransaction(logger: logger) { connection in
             try await connection.query("SELECT pg_advisory_xact_lock(\(Self.writeLock))", logger: logger)
+            if let idempotency {
+                let applied = try await connection.query(
+                    "SELECT entity, outcome FROM applied_write WHERE username = \(idempotency.user) AND key = \(idempotency.key)",
+                    logger: logger
+                )
+                for try await (text, outcome) in applied.decode((String, String).self) {
+                    let entity = try JSONDecoder().decode(Entity.self, from: Data(text.utf8))
+                    guard entity.key == key else { return .keyReused(idempotency.key, by: entity.key) }
+                    return IdempotencyKey.replayed(entity, outcome: outcome)
+                }
+            }
             let current = try await Self.entities(
                 try await connection.query(
                     "SELECT \(unescaped: Self.entityColumns) FROM entity WHERE collection = \(key.collection) AND id = \(key.id)",
@@ -137,7 +148,7 @@ final class PostgresStore: CloudStore {
                 """,
                 logger: logger
             )
-            _ = try await append(
+            let seq = try await append(
                 connection,
                 collection: key.collection,
                 id: key.id,
@@ -145,7 +156,21 @@ final class PostgresStore: CloudStore {
                 text: try StoreText.encode(entity),
                 previous: try LoggedEvent.previousText(of: current)
             )
-            return EntityChange.outcome(storing: entity, over: current)
+            let outcome = EntityChange.outcome(storing: entity, over: current)
+            if let idempotency, let applied = outcome.applied {
+                let now = TokenGrant.now()
+                if seq % 64 == 0 {
+                    try await connection.query("DELETE FROM applied_write WHERE at < \(now - IdempotencyKey.retentionMilliseconds)", logger: logger)
+                }
+                try await connection.query(
+                    """
+                    INSERT INTO applied_write (username, key, entity, outcome, at)
+                    VALUES (\(idempotency.user), \(idempotency.key), \(try StoreText.encode(applied.entity)), \(applied.outcome), \(now))
+                    """,
+                    logger: logger
+                )
+            }
+            return outcome
         }
     }
 

@@ -1,0 +1,63 @@
+// Licensed under the Apache License, Version 2.0.
+
+import AsyncHTTPClient
+import Foundation
+import LiveCloudAPI
+import LiveJSON
+import NIOCore
+import NIOHTTP1
+import Testing
+
+/// `Idempotency-Key` on the cloud's object writes: a retried request is answered with the first one's
+/// outcome and applies nothing, so a client whose answer was lost can retry without writing twice.
+@Suite(.serialized) struct IdempotentWriteTests {
+    /// A REST call with an `Idempotency-Key`.
+    func write(_ cluster: TestCluster, _ method: HTTPMethod, _ path: String, json: String? = nil, token: String, key: String) async throws
+        -> (status: Int, body: String)
+    {
+        var request = HTTPClientRequest(url: cluster.cloudURL + path)
+        request.method = method
+        request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        request.headers.add(name: "Idempotency-Key", value: key)
+        if let json { request.body = .bytes(ByteBuffer(string: json)) }
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        return (Int(response.status.code), String(buffer: try await response.body.collect(upTo: 1 << 20)))
+    }
+
+    @Test func aRepeatedKeyIsAnsweredWithTheFirstOutcomeAndAppliesNothing() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false)
+        defer { cluster.stop() }
+        let token = try await cluster.login()
+        let note = CloudPath.object(EntityKey(collection: "notes", id: "k"))
+        let first = try await write(cluster, .PUT, note, json: #"{"data":{"n":1},"ifVersion":0}"#, token: token, key: "write-1")
+        #expect(first.status == 201)
+        // The same request again (an ifVersion that no longer holds): the first answer, not a conflict.
+        let again = try await write(cluster, .PUT, note, json: #"{"data":{"n":1},"ifVersion":0}"#, token: token, key: "write-1")
+        #expect(again.status == 201 && again.body == first.body)
+        #expect(try await cluster.get("notes", "k").version == 1)
+
+        // A merge and a deletion, each retried: applied once.
+        let merge = try await write(cluster, .PATCH, note, json: #"{"data":{"m":2}}"#, token: token, key: "write-2")
+        #expect(try await write(cluster, .PATCH, note, json: #"{"data":{"m":2}}"#, token: token, key: "write-2").body == merge.body)
+        let deletion = try await write(cluster, .DELETE, note, token: token, key: "write-3")
+        #expect(deletion.status == 200)
+        let deletedAgain = try await write(cluster, .DELETE, note, token: token, key: "write-3")
+        #expect(deletedAgain.status == 200 && deletedAgain.body == deletion.body, "the tombstone again, not a 404")
+        let tombstone = try JSONDecoder().decode(Entity.self, from: Data(deletion.body.utf8))
+        #expect(tombstone.deleted && tombstone.version == 3)
+
+        // A key is the user's name for one write: on another object it is refused; a malformed one too.
+        let other = CloudPath.object(EntityKey(collection: "notes", id: "other"))
+        let reused = try await write(cluster, .PUT, other, json: #"{"data":{}}"#, token: token, key: "write-1")
+        #expect(reused.status == 400 && reused.body.contains("write-1"), "\(reused)")
+        #expect(try await write(cluster, .PUT, other, json: #"{"data":{}}"#, token: token, key: "no spaces").status == 400)
+
+        // The answer lost after the write was applied: the retry gets it.
+        try await cluster.fault(#"{"loseWriteAnswers":1}"#)
+        let lost = try await write(cluster, .PUT, other, json: #"{"data":{"x":1},"ifVersion":0}"#, token: token, key: "write-4")
+        #expect(lost.status == 503)
+        let retried = try await write(cluster, .PUT, other, json: #"{"data":{"x":1},"ifVersion":0}"#, token: token, key: "write-4")
+        #expect(retried.status == 201)
+        #expect(try await cluster.get("notes", "other").version == 1, "applied once")
+    }
+}
