@@ -18,13 +18,16 @@ enum CloudBackend: String, CaseIterable, Sendable {
     }
 }
 
-/// A PostgreSQL server of the test run's own: `initdb` into a temporary directory, listening only on a
-/// Unix socket in it, started on first use and stopped (`pg_ctl stop -m immediate`) when the test process
-/// exits. Each cloud gets a database of its own (`createDatabase()`).
+/// A PostgreSQL server of the test run's own, on a Unix socket only. `scripts/test` starts one before the
+/// tests (`scripts/lib/private-postgres.sh`) and names its socket directory in
+/// `$LIVEGATE_TEST_PG_SOCKET_DIR`; without it (`swift test` run directly) the first test that needs one
+/// starts it here — `initdb` into a temporary directory, `pg_ctl start` — and it is stopped
+/// (`pg_ctl stop -m immediate`) when the test process exits. Each cloud gets a database of its own
+/// (`createDatabase()`).
 ///
 /// The server's programs are found in `$LIVEGATE_PG_BINDIR`, else the newest `/usr/lib/postgresql/*/bin`
 /// (Debian's `postgresql` package, which `scripts/install-deps` installs). PostgreSQL refuses to run as
-/// root; as root, its programs run as the `postgres` user (created by that package) through `runuser`.
+/// root; as root, its server programs run as the `postgres` user (created by that package) through `runuser`.
 final class PrivatePostgres: Sendable {
     let directory: String
     let binDirectory: String
@@ -39,6 +42,10 @@ final class PrivatePostgres: Sendable {
 
     private init() throws {
         binDirectory = try Self.findBinDirectory()
+        if let running = ProcessInfo.processInfo.environment["LIVEGATE_TEST_PG_SOCKET_DIR"] {
+            directory = running
+            return
+        }
         var template = Array("/tmp/lgpg-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw ClusterError("mkdtemp failed for PostgreSQL") }
         directory = String(cString: made)
@@ -48,9 +55,9 @@ final class PrivatePostgres: Sendable {
             }
             chown(directory, account.pointee.pw_uid, account.pointee.pw_gid)
         }
-        try run("initdb", ["-D", directory + "/data", "--auth=trust", "--username=postgres", "--encoding=UTF8", "--no-locale"])
+        try runAsOwner("initdb", ["-D", directory + "/data", "--auth=trust", "--username=postgres", "--encoding=UTF8", "--no-locale"])
         PrivatePostgres.registerCleanup(stop: commandLine("pg_ctl", ["-D", directory + "/data", "stop", "-m", "immediate"]), directory: directory)
-        try run(
+        try runAsOwner(
             "pg_ctl",
             [
                 "-D", directory + "/data", "-l", directory + "/server.log", "-w", "-t", "60", "start", "-o",
@@ -62,7 +69,7 @@ final class PrivatePostgres: Sendable {
     /// A new, empty database; returns the URL `livegate-cloud --postgres` takes.
     func createDatabase() throws -> String {
         let name = "livegate_\(getpid())_\(nextDatabase.add(1, ordering: .relaxed).newValue)"
-        try run("createdb", ["-h", directory, "-U", "postgres", name])
+        try runClient("createdb", ["-h", directory, "-U", "postgres", name])
         return "postgresql://postgres@localhost/\(name)?host=\(directory)"
     }
 
@@ -72,7 +79,7 @@ final class PrivatePostgres: Sendable {
         guard let name = URLComponents(string: databaseURL)?.path.dropFirst(), !name.isEmpty else {
             throw ClusterError("no database in \(databaseURL)")
         }
-        try run(
+        try runClient(
             "psql",
             [
                 "-h", directory, "-U", "postgres", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-c",
@@ -86,11 +93,17 @@ final class PrivatePostgres: Sendable {
         return geteuid() == 0 ? ["/usr/sbin/runuser", "-u", "postgres", "--"] + command : command
     }
 
-    /// Runs one of the server's programs to completion, through `/bin/sh` and `waitpid` (`system`); its
-    /// output goes to `commands.log` in the directory. Not through Foundation's `Process`: the server that
-    /// `pg_ctl start` leaves running inherits the descriptor by which `Process` learns that its child ended,
-    /// and `waitUntilExit()` would never return.
-    private func run(_ program: String, _ arguments: [String]) throws {
+    /// Runs a client program (createdb, psql) to completion; it connects as the `postgres` role over the socket.
+    private func runClient(_ program: String, _ arguments: [String]) throws {
+        let result = try runToCompletion(binDirectory + "/" + program, arguments)
+        guard result.status == 0 else { throw ClusterError("\(program) failed (\(result.status)): \(result.output)") }
+    }
+
+    /// Runs one of the server's programs to completion as the server's owner, through `/bin/sh` and
+    /// `waitpid` (`system`); its output goes to `commands.log` in the directory. Not through Foundation's
+    /// `Process`: the server that `pg_ctl start` leaves running inherits the descriptor by which `Process`
+    /// learns that its child ended, and `waitUntilExit()` would never return.
+    private func runAsOwner(_ program: String, _ arguments: [String]) throws {
         let logPath = directory + "/commands.log"
         let status = system(Self.shellCommand(commandLine(program, arguments)) + " </dev/null >>'\(logPath)' 2>&1")
         guard status == 0 else {
@@ -118,12 +131,12 @@ final class PrivatePostgres: Sendable {
 
     // MARK: Stopping at exit
 
-    private static let cleanupCommand = Mutex<String?>(nil)
-
+    /// Stops the server and removes its directory once this test process has exited, however it exits: a
+    /// shell in the background waits for it (the test runner did not run `atexit` handlers here).
     private static func registerCleanup(stop: [String], directory: String) {
-        cleanupCommand.withLock { $0 = "\(shellCommand(stop)) >/dev/null 2>&1; rm -rf '\(directory)'" }
-        atexit {
-            if let command = PrivatePostgres.cleanupCommand.withLock({ $0 }) { _ = system(command) }
-        }
+        let pid = getpid()
+        _ = system(
+            "(while kill -0 \(pid) 2>/dev/null; do sleep 1; done; \(shellCommand(stop)); rm -rf '\(directory)') </dev/null >/dev/null 2>&1 &"
+        )
     }
 }
