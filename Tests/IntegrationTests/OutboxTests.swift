@@ -109,6 +109,20 @@ import Testing
             let rejected = try await elements(window, until: "the rollback") { $0.change.pendingIds == nil && $0.items.first?.id == "a" }
             #expect(rejected.first?.items.map(\.id) == ["b", "c", "a"] && rejected.first?.change.pendingIds == ["a"], "\(rejected.map(\.change))")
             #expect(rejected.last?.items.map(\.id) == ["a", "b", "c"])
+
+            // A window opened while a write waits (the cloud refuses every call) shows it from its first state.
+            try await cluster.fault(#"{"failRequests":100000}"#)
+            try await daemon.queueUpdate(collection: "chat", id: "d", data: ["room": "r", "at": 40])
+            let newest = QueryParams(where: ["room": "r"], sort: SortParams(field: "at", descending: true))
+            let opened = Queue(try await daemon.observeCollection(collection: "chat", query: newest).updates)
+            let first = try #require(try await withTimeout(.seconds(20), "the new window's first state") { try await opened.next() })
+            #expect(first.items.first?.id == "d" && first.change.pendingIds == ["d"], "\(first.change)")
+            try await cluster.fault(#"{"failRequests":0}"#)
+            // The window's fetch (refused until now) is retried; d is confirmed: the cloud's window, d in it.
+            let confirmed = try await elements(opened, until: "d confirmed in the fetched window") {
+                $0.change.pendingIds == nil && $0.items.count == 4 && $0.items.first?.version == 1
+            }
+            #expect(confirmed.last?.items.map(\.id) == ["d", "c", "b", "a"])
         }
     }
 }

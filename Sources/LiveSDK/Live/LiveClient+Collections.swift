@@ -31,6 +31,7 @@ extension LiveClient {
         }
         observation.add(id, SharedCollectionObservation.Observer(once: once, handler: guarded), previous: nil)
         if isNew {
+            let pending = await pendingOverlays(in: window.query.collection)
             let cached: (CacheStore.QueryResult, [Entity])?
             do {
                 cached = try await cache.queryResult(window.cacheKey, collection: window.query.collection)
@@ -40,7 +41,8 @@ extension LiveClient {
             }
             if !observation.hasStarted {
                 observation.apply { state in
-                    state.started(
+                    for write in pending { _ = state.pendingChanged(write.id, write.overlay) }
+                    return state.started(
                         cached: cached.map { (items: $0.1, count: $0.0.count, hasNext: $0.0.hasNext, hasPrevious: $0.0.hasPrevious) },
                         fetching: true
                     )
@@ -99,7 +101,13 @@ extension LiveClient {
         destination.add(token.observer, observer, previous: seen.items)
         // A new window starts loading before the move returns, so the observer hears "loading" before
         // whatever answers the move (the daemon's reply), whenever the fetch task gets to run.
-        if isNew { destination.apply { $0.fetchStarted() } }
+        if isNew {
+            destination.apply { $0.fetchStarted() }
+            // The seed carries what was shown, not what is pending: place the outbox's writes again.
+            for write in await pendingOverlays(in: target.query.collection) {
+                destination.apply { $0.pendingChanged(write.id, write.overlay) }
+            }
+        }
         if token.isInvalidated {  // invalidated meanwhile: it must not stay on the new window
             destination.remove(token.observer)
             if destination.isUnobserved { commandSink.yield(.releaseCollection(target)) }

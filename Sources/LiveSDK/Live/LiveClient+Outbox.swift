@@ -142,20 +142,40 @@ extension LiveClient {
     /// outbox's writes of it applied, at its sorted place (or nothing more pending).
     private func pendingChanged(_ key: EntityKey) async {
         guard collectionObservations.keys.contains(where: { $0.query.collection == key.collection }) else { return }
-        var overlay: Entity??
+        let overlay: Entity??
         do {
-            let writes = try await cache.outbox(of: key)
-            if !writes.isEmpty {
-                let stored = try await cache.entity(key)
-                let base = stored?.deleted == true ? nil : stored
-                overlay = .some(writes.reduce(base) { $1.write.applied(to: $0, key: key) })
-            }
+            overlay = try await pendingOverlay(key, writes: try await cache.outbox(of: key))
         } catch {
             logger.error("reading pending writes failed", metadata: ["key": "\(key)", "error": "\(error)"])
             return
         }
         for (window, observation) in collectionObservations where window.query.collection == key.collection {
             observation.apply { $0.pendingChanged(key.id, overlay) }
+        }
+    }
+
+    /// The object as its pending `writes` make it, over its confirmed state (`.some(nil)`: deleted), or
+    /// `nil` when none is pending.
+    private func pendingOverlay(_ key: EntityKey, writes: [OutboxEntry]) async throws -> Entity?? {
+        guard !writes.isEmpty else { return nil }
+        let stored = try await cache.entity(key)
+        let base = stored?.deleted == true ? nil : stored
+        return .some(writes.reduce(base) { $1.write.applied(to: $0, key: key) })
+    }
+
+    /// Every pending write of the collection, as the overlay of its object (for a window that opens while
+    /// writes wait in the outbox: it shows them from its first state).
+    func pendingOverlays(in collection: String) async -> [(id: String, overlay: Entity?)] {
+        do {
+            let writes = try await cache.outbox().filter { $0.key.collection == collection }
+            var overlays: [(id: String, overlay: Entity?)] = []
+            for (key, ofKey) in Dictionary(grouping: writes, by: \.key).sorted(by: { $0.key.id < $1.key.id }) {
+                if let overlay = try await pendingOverlay(key, writes: ofKey) { overlays.append((key.id, overlay)) }
+            }
+            return overlays
+        } catch {
+            logger.error("reading pending writes failed", metadata: ["collection": "\(collection)", "error": "\(error)"])
+            return []
         }
     }
 
