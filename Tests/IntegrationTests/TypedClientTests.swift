@@ -6,6 +6,7 @@ import LiveCloudAPI
 import LiveGateClient
 import LiveGateProtocol
 import LiveJSON
+import NIOHTTP1
 import Synchronization
 import Testing
 
@@ -134,6 +135,63 @@ private final class Received<Element: Sendable>: Sendable {
             #expect(last.models.map(\.text) == ["a", "ab", "b", "c"])
             #expect(last.changes.insertions == [1], "inserted at its sorted place")
             observation.invalidate()
+        }
+    }
+
+    @Test func typedStreamsAndFeedsDecodeTheirMessagesAndEndWithTheirTokens() async throws {
+        let cluster = try await TestCluster.start(cloudArguments: ["--stream", "songs"], otherUsers: ["bob"])
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        let bob = try await cluster.login(as: "bob")
+        struct Song: Codable, Sendable, Equatable { var title: String }
+        try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "typed-streams") { daemon in
+            // A stream of songs: alice lets bob and herself send to her, and listens.
+            let songs = daemon.stream("songs", of: Song.self)
+            try await songs.grantAccess(
+                to: TestCluster.username,
+                StreamAccess(publishers: ["bob", TestCluster.username], subscribers: [TestCluster.username])
+            )
+            #expect(try await songs.access(of: TestCluster.username).subscribers == [TestCluster.username])
+            let heard = Received<LiveStreamEvent<Song>>()
+            let listening = try await songs.listen { heard.add($0) }
+            #expect(
+                try await cluster.call(
+                    .POST,
+                    CloudPath.streamMessages("songs", user: TestCluster.username),
+                    json: #"{"message":{"title":"Blackbird"}}"#,
+                    token: bob
+                ).status == 201
+            )
+            try await songs.send(Song(title: "Julia"), to: TestCluster.username)
+            // Not a song: heard, with the reason it does not decode.
+            try await daemon.send(stream: "songs", to: TestCluster.username, message: ["tempo": 120])
+            try await heard.wait(for: "three messages") { $0.count == 3 }
+            let events = heard.all
+            guard case .message(let first?, let body, nil) = events[0], case .message(let second?, _, nil) = events[1],
+                case .message(nil, _, let failure?) = events[2]
+            else {
+                Issue.record("unexpected events \(events)")
+                return
+            }
+            #expect(first == Song(title: "Blackbird") && body.from == "bob")
+            #expect(second == Song(title: "Julia"))
+            #expect(failure.code == nil && failure.message.contains("Song"))
+            listening.invalidate()
+            try await eventually("the listening ends with its token") { try await cluster.stats().subscriptions["stream:songs/alice"] == nil }
+
+            // A feed of notes: ready, then each change decoded, a deletion as such.
+            let changes = Received<LiveFeedEvent<Note>>()
+            let feed = try await daemon.feed(collection: "notes", of: Note.self).subscribe { changes.add($0) }
+            try await changes.wait(for: "ready") { $0.contains { if case .ready = $0 { true } else { false } } }
+            try await cluster.put("notes", "f1", ["text": "hello"])
+            try await cluster.delete("notes", "f1")
+            try await changes.wait(for: "two changes") { events in events.filter { if case .next = $0 { true } else { false } }.count == 2 }
+            let nexts = changes.all.compactMap { event -> (Note?, Bool)? in
+                if case .next(let note, _, let deleted, _, _) = event { (note, deleted) } else { nil }
+            }
+            #expect(nexts.map(\.0) == [Note(text: "hello"), nil] && nexts.map(\.1) == [false, true])
+            feed.invalidate()
+            try await eventually("the feed ends with its token") { try await cluster.stats().subscriptions["collection:notes"] == nil }
         }
     }
 }

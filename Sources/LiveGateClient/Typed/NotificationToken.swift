@@ -44,6 +44,21 @@ extension LiveGateConnection {
         Task { try? await self.invalidate(token: token) }
     }
 
+    /// A token for the daemon's `token` whose `elements` are delivered, each as `transform` makes it, one
+    /// after another until the token ends (which also ends the daemon's token).
+    func deliveringToken<Element: Sendable, Event: Sendable>(
+        _ token: Int64,
+        _ elements: AsyncThrowingStream<Element, any Error>,
+        as transform: @escaping @Sendable (Element) -> Event,
+        _ deliver: @escaping @Sendable (Event) async -> Void
+    ) -> NotificationToken {
+        let task = deliveryTask(elements) { element in
+            await deliver(transform(element))
+            return true
+        }
+        return NotificationToken(token: token, delivery: task) { self.releaseInBackground(token) }
+    }
+
     /// Runs `deliver` for each element of `elements`, in order, until cancelled or `deliver` returns false.
     func deliveryTask<Element: Sendable>(
         _ elements: AsyncThrowingStream<Element, any Error>,
