@@ -31,6 +31,21 @@ private let recordStream: lg_stream_callback = { _, _, method, params, userdata 
 }
 
 /// Polls the client's descriptor and dispatches until `condition` holds, for at most `seconds`.
+private let recordWindow: lg_collection_callback = { _, _, params, _, userdata in
+    let seen = Unmanaged<Seen>.fromOpaque(userdata!).takeUnretainedValue()
+    seen.changes.append(String(cString: json_object_to_json_string_ext(params, JSON_C_TO_STRING_PLAIN)))
+}
+
+/// Dispatches until lg_dispatch reports the connection closed (the daemon went away), for at most 20 s.
+private func dispatchUntilClosed(_ client: OpaquePointer) -> Bool {
+    for _ in 0..<100 {
+        var descriptor = pollfd(fd: lg_fd(client), events: Int16(POLLIN), revents: 0)
+        _ = poll(&descriptor, 1, 200)
+        if lg_dispatch(client) < 0 { return true }
+    }
+    return false
+}
+
 private func dispatch(_ client: OpaquePointer, _ seen: Seen, seconds: Double = 20, until condition: () -> Bool) -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while !condition() {
@@ -145,13 +160,7 @@ private func dispatch(_ client: OpaquePointer, _ seen: Seen, seconds: Double = 2
 
         // The daemon goes away: dispatch reports the closed connection.
         #expect(cluster.stopDaemon() == 0)
-        var closed = false
-        for _ in 0..<100 where !closed {
-            var descriptor = pollfd(fd: lg_fd(client), events: Int16(POLLIN), revents: 0)
-            _ = poll(&descriptor, 1, 200)
-            closed = lg_dispatch(client) < 0
-        }
-        #expect(closed)
+        #expect(dispatchUntilClosed(client))
         #expect(lg_reconnect(client) == -1, "no daemon yet: one attempt, an error")
         try await cluster.startDaemon()
         #expect(lg_reconnect(client) == 0, "\(String(cString: lg_last_error(client)))")
@@ -162,6 +171,41 @@ private func dispatch(_ client: OpaquePointer, _ seen: Seen, seconds: Double = 2
         #expect(!after.contains { $0.contains(#""version":2"#) || $0.contains(#""version":1"#) }, "nothing delivered twice: \(after)")
         #expect(after.allSatisfy { $0.contains(#""token":\#(token)"#) }, "the same token as before: \(after)")
         #expect(lg_invalidate(client, token) == 0)
+        withExtendedLifetime(seen) {}
+    }
+
+    @Test func aCollectionWindowGetsItsPagesBackAfterReconnecting() async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        let token = try await cluster.login()
+        for n in 0..<5 { try await cluster.put("chat", "m\(n)", ["room": "r1", "at": .number(Double(n * 10))], token: token) }
+        var error: UnsafeMutablePointer<CChar>?
+        let client = try #require(lg_connect(cluster.socketPath, "c-pages", &error))
+        defer { lg_disconnect(client) }
+        let seen = Seen()
+        let userdata = Unmanaged.passUnretained(seen).toOpaque()
+        let window = withExtendedLifetime(seen) {
+            lg_observe_collection(client, "chat", #"{"where":{"room":"r1"},"sort":{"field":"at"}}"#, 2, 0, 0, recordWindow, userdata)
+        }
+        func ids() -> [String] {
+            (0..<lg_collection_size(client, window)).compactMap { index in
+                guard let item = lg_collection_item(client, window, index), let id = json_object_object_get(item, "id") else { return nil }
+                return String(cString: json_object_get_string(id))
+            }
+        }
+        #expect(dispatch(client, seen) { ids() == ["m0", "m1"] })
+        #expect(lg_collection_page(client, window, LG_PAGE_NEXT) == 1)
+        #expect(dispatch(client, seen) { ids() == ["m0", "m1", "m2", "m3"] })
+
+        // The daemon restarts; meanwhile m1 is deleted. Reconnected, the window has its two pages again.
+        #expect(cluster.stopDaemon() == 0)
+        #expect(dispatchUntilClosed(client))
+        try await cluster.delete("chat", "m1")
+        try await cluster.startDaemon()
+        #expect(lg_reconnect(client) == 0, "\(String(cString: lg_last_error(client)))")
+        #expect(dispatch(client, seen) { ids() == ["m0", "m2", "m3", "m4"] }, "\(ids())")
+        #expect(lg_invalidate(client, window) == 0)
         withExtendedLifetime(seen) {}
     }
 

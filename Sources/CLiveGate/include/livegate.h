@@ -117,7 +117,8 @@ int lg_last_error_code(const lg_client *client);
 /* After lg_dispatch returned -1 (the daemon restarted, or closed the connection): connects again to the same
  * socket and observes every token again, under the same token numbers. An object token is re-observed from
  * the last version it delivered (nothing at or below it comes again; newer versions and deletions do); a
- * collection token's window is built again from its first page (its callback sees the items arrive again);
+ * collection token's window is built again with as many pages as its moves gave it (its callback sees the
+ * items arrive again, the current ones);
  * stream tokens listen again (messages sent while disconnected are not replayed to this client). One
  * attempt: returns 0, or -1 with lg_last_error() set (call it again later, e.g. with a backoff timer). The
  * descriptor changes: poll lg_fd() anew. */
