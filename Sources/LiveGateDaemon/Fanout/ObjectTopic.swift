@@ -24,24 +24,57 @@ final class ObjectTopic: Sendable {
         /// Called when a once-token has fired, so its connection forgets it.
         let onFinished: @Sendable () -> Void
 
-        /// The top-level fields this token cares about: a new version that changes none of them (with the same
-        /// statuses) is not sent to it. Its own, not shared with the object's other tokens.
-        var fields: Set<String>? = nil
-        /// What this token was last sent (for the field filter).
-        var lastSent: LiveObjectChange? = nil
+        /// The token's field filter, if it has one (boxed: most tokens have none, and a subscriber is stored
+        /// inline in its topic's table, so the filter's last change would cost every token ~150 bytes).
+        let fieldFilter: FieldFilter?
+
+        init(
+            outbox: ConnectionOutbox,
+            token: Int64,
+            prefix: ByteBuffer,
+            filter: ObserverFilter,
+            sinceVersion: Int64?,
+            onFinished: @escaping @Sendable () -> Void,
+            fields: Set<String>? = nil
+        ) {
+            self.outbox = outbox
+            self.token = token
+            self.prefix = prefix
+            self.filter = filter
+            self.sinceVersion = sinceVersion
+            self.onFinished = onFinished
+            self.fieldFilter = fields.map(FieldFilter.init)
+        }
 
         /// Whether the token receives `change`.
         mutating func admits(_ change: LiveObjectChange) -> Bool {
             if let sinceVersion, !change.resync, let version = change.snapshot?.version, version <= sinceVersion { return false }
-            if let fields, let last = lastSent, let new = change.snapshot, let old = last.snapshot, !change.resync,
-                change.dataStatus == last.dataStatus, change.loadingStatus == last.loadingStatus,
-                fields.allSatisfy({ new.data[$0] == old.data[$0] })
-            {
-                return false
-            }
+            if let fieldFilter, fieldFilter.changesNothing(change) { return false }
             guard filter.admit(change) else { return false }
-            if fields != nil { lastSent = change }
+            fieldFilter?.lastSent = change
             return true
+        }
+    }
+
+    /// The top-level fields a token cares about: a new version that changes none of them (with the same
+    /// statuses) is not sent to it. Its own, not shared with the object's other tokens.
+    final class FieldFilter: Sendable {
+        let fields: Set<String>
+        /// What the token was last sent. (Used under its topic's lock already; its own lock costs nothing
+        /// uncontended and keeps the class plainly `Sendable`.)
+        private let last = Mutex<LiveObjectChange?>(nil)
+
+        init(_ fields: Set<String>) { self.fields = fields }
+
+        var lastSent: LiveObjectChange? {
+            get { last.withLock { $0 } }
+            set { last.withLock { $0 = newValue } }
+        }
+
+        func changesNothing(_ change: LiveObjectChange) -> Bool {
+            guard let last = lastSent, let new = change.snapshot, let old = last.snapshot, !change.resync else { return false }
+            return change.dataStatus == last.dataStatus && change.loadingStatus == last.loadingStatus
+                && fields.allSatisfy { new.data[$0] == old.data[$0] }
         }
     }
 
