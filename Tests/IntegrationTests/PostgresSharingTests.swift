@@ -36,11 +36,7 @@ import Testing
         let cluster = try await TestCluster.start(startDaemon: false, backend: .postgres)
         defer { cluster.stop() }
         let other = try await cluster.startAnotherCloud()
-        let login = #"{"username":"\#(TestCluster.username)","password":"\#(TestCluster.password)"}"#
-        let tokens = try await [cluster.cloudURL, other].asyncMap { url in
-            let answer = try await cluster.call(.POST, CloudPath.login, json: login, on: url)
-            return try JSONDecoder().decode(LoginResponse.self, from: Data(answer.body.utf8)).accessToken
-        }
+        let tokens = [try await cluster.login(), try await cluster.login(on: other)]
         let topic = Topic.collection("notes")
         let writes = 40
         let (ready, readySink) = AsyncStream.makeStream(of: Void.self)
@@ -107,12 +103,7 @@ extension PostgresSharingTests {
         let other = try await cluster.startAnotherCloud()
         let database = try #require(cluster.postgresURL)
         let token = try await cluster.login()
-        let login = #"{"username":"\#(TestCluster.username)","password":"\#(TestCluster.password)"}"#
-        let otherToken = try JSONDecoder().decode(
-            LoginResponse.self,
-            from: Data(try await cluster.call(.POST, CloudPath.login, json: login, on: other).body.utf8)
-        )
-        .accessToken
+        let otherToken = try await cluster.login(on: other)
         let writes = 10
         let (ready, readySink) = AsyncStream.makeStream(of: Void.self)
         let heard = try await withTimeout(.seconds(60), "the subscriber hears every write made after the connections were cut") {
@@ -124,14 +115,8 @@ extension PostgresSharingTests {
             // Writes through the other instance; retried while it reconnects (a 5xx then is the database's
             // absence, never a lost write: the write either committed, and is in the log, or did not).
             for n in 1...writes {
-                var answer = try await cluster.call(
-                    .PUT,
-                    CloudPath.object(EntityKey(collection: "notes", id: "n\(n)")),
-                    json: #"{"data":{"n":\#(n)}}"#,
-                    token: otherToken,
-                    on: other
-                )
-                while answer.status >= 500 {
+                var answer: (status: Int, body: String)
+                repeat {
                     answer = try await cluster.call(
                         .PUT,
                         CloudPath.object(EntityKey(collection: "notes", id: "n\(n)")),
@@ -139,19 +124,11 @@ extension PostgresSharingTests {
                         token: otherToken,
                         on: other
                     )
-                }
+                } while answer.status >= 500
                 guard answer.status == 201 else { throw ClusterError("write \(n): \(answer)") }
             }
             return try await heard
         }
         #expect(heard.map { $0.entity?.id } == (1...writes).map { "n\($0)" }, "every write, in order, none twice")
-    }
-}
-
-extension Array where Element: Sendable {
-    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
-        var results: [T] = []
-        for element in self { results.append(try await transform(element)) }
-        return results
     }
 }

@@ -239,9 +239,10 @@ final class TestCluster: Sendable {
 
     // MARK: The cloud's REST API, as a remote user would use it
 
-    func login(as user: String = username) async throws -> String {
+    /// - Parameter baseURL: another cloud instance's URL (`startAnotherCloud()`), instead of the first's.
+    func login(as user: String = username, on baseURL: String? = nil) async throws -> String {
         let body = try JSONEncoder().encode(LoginRequest(username: user, password: Self.password))
-        let response: LoginResponse = try await http(.POST, CloudPath.login, body: body)
+        let response: LoginResponse = try await http(.POST, CloudPath.login, body: body, on: baseURL)
         return response.accessToken
     }
 
@@ -297,8 +298,14 @@ final class TestCluster: Sendable {
         return (Int(response.status.code), String(buffer: try await response.body.collect(upTo: 1 << 24)))
     }
 
-    private func http<T: Decodable>(_ method: HTTPMethod, _ path: String, body: Data? = nil, token: String? = nil) async throws -> T {
-        var request = HTTPClientRequest(url: cloudURL + path)
+    private func http<T: Decodable>(
+        _ method: HTTPMethod,
+        _ path: String,
+        body: Data? = nil,
+        token: String? = nil,
+        on baseURL: String? = nil
+    ) async throws -> T {
+        var request = HTTPClientRequest(url: (baseURL ?? cloudURL) + path)
         request.method = method
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }

@@ -21,7 +21,7 @@ struct TokenGrant: Sendable, Equatable {
 
     var isExpired: Bool { expiresAt <= Self.now() }
 
-    static func now() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+    static func now() -> Int64 { StoreText.milliseconds() }
 
     /// The hex SHA-256 of a token: how the store names it.
     static func hash(_ token: String) -> String {

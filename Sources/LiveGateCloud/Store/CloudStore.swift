@@ -283,6 +283,9 @@ enum StoreText {
         return String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 
+    /// Milliseconds since 1970 (wall clock: instances on several machines compare it), for expiries and ages.
+    static func milliseconds() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+
     /// RFC 3339 UTC with milliseconds.
     static func timestamp(_ date: Date = Date()) -> String {
         date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))

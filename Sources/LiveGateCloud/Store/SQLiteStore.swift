@@ -202,7 +202,7 @@ final class SQLiteStore: CloudStore {
             let seq = try self.appended(db, .entity(entity, previous: current.flatMap { $0.deleted ? nil : $0.data }))
             let outcome = EntityChange.outcome(storing: entity, over: current)
             if let idempotency, let applied = outcome.applied {
-                let now = Int64((Date().timeIntervalSince1970 * 1000).rounded())
+                let now = StoreText.milliseconds()
                 if seq % 64 == 0 {
                     try db.execute(sql: "DELETE FROM applied_write WHERE at < ?", arguments: [now - IdempotencyKey.retentionMilliseconds])
                 }

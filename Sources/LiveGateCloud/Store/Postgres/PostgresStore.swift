@@ -158,7 +158,7 @@ final class PostgresStore: CloudStore {
             )
             let outcome = EntityChange.outcome(storing: entity, over: current)
             if let idempotency, let applied = outcome.applied {
-                let now = TokenGrant.now()
+                let now = StoreText.milliseconds()
                 if seq % 64 == 0 {
                     try await connection.query("DELETE FROM applied_write WHERE at < \(now - IdempotencyKey.retentionMilliseconds)", logger: logger)
                 }
