@@ -41,16 +41,24 @@ public final class LiveGateConnection: Sendable {
         var streams: [Int64: AsyncThrowingStream<StreamEvent, any Error>.Continuation] = [:]
         var feeds: [Int64: AsyncThrowingStream<FeedEventBody, any Error>.Continuation] = [:]
         var closedReason: LiveGateError?
+        var closeWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     private let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
+    private let channel: any Channel
     private let state = Mutex(State())
     /// The daemon's `hello` answer.
     public let hello: HelloResult
 
-    private init(outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, hello: HelloResult) {
+    private init(outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, channel: any Channel, hello: HelloResult) {
         self.outbound = outbound
+        self.channel = channel
         self.hello = hello
+    }
+
+    /// Closes the connection (the daemon then ends its tokens); requests waiting for an answer fail.
+    public func close() {
+        channel.close(promise: nil)
     }
 
     /// The socket used when none is given: `$LIVEGATE_SOCKET`, else the system daemon's
@@ -88,7 +96,7 @@ public final class LiveGateConnection: Sendable {
                 let (helloStream, helloSink) = AsyncStream.makeStream(of: LiveGateConnection.self)
                 let reader = Reader()
                 group.addTask {
-                    await reader.run(inbound: inbound, outbound: outbound, client: client, ready: helloSink)
+                    await reader.run(inbound: inbound, outbound: outbound, channel: channel.channel, client: client, ready: helloSink)
                 }
                 var iterator = helloStream.makeAsyncIterator()
                 guard let connection = await iterator.next() else {
@@ -108,6 +116,7 @@ public final class LiveGateConnection: Sendable {
         func run(
             inbound: NIOAsyncChannelInboundStream<InboundFrame>,
             outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>,
+            channel: any Channel,
             client: String,
             ready: AsyncStream<LiveGateConnection>.Continuation
         ) async {
@@ -126,7 +135,7 @@ public final class LiveGateConnection: Sendable {
                     // The first answer is hello's.
                     if let error = message.error { throw LiveGateError(error) }
                     let hello = try JSONDecoder().decode(HelloResult.self, from: try JSONEncoder().encode(message.result))
-                    let established = LiveGateConnection(outbound: outbound, hello: hello)
+                    let established = LiveGateConnection(outbound: outbound, channel: channel, hello: hello)
                     connection = established
                     ready.yield(established)
                 }
@@ -423,10 +432,25 @@ public final class LiveGateConnection: Sendable {
         }
     }
 
+    /// Whether the connection has closed.
+    public var isClosed: Bool { state.withLock { $0.closedReason != nil } }
+
+    /// Returns once the connection has closed (the daemon went away, or it was closed here).
+    public func waitUntilClosed() async {
+        await withCheckedContinuation { waiter in
+            let closed = state.withLock { state in
+                if state.closedReason == nil { state.closeWaiters.append(waiter) }
+                return state.closedReason != nil
+            }
+            if closed { waiter.resume() }
+        }
+    }
+
     private func closed(_ reason: LiveGateError) {
-        let (pending, sinks) = state.withLock { state -> ([Pending], [AsyncThrowingStream<ObjectChangedParams, any Error>.Continuation]) in
+        let (pending, sinks, waiters) = state.withLock { state in
             if state.closedReason == nil { state.closedReason = reason }
             defer {
+                state.closeWaiters.removeAll()
                 state.pending.removeAll()
                 state.observations.removeAll()
                 state.collections.removeAll()
@@ -436,10 +460,11 @@ public final class LiveGateConnection: Sendable {
             for mirror in state.collections.values { mirror.sink.finish(throwing: reason) }
             for sink in state.streams.values { sink.finish(throwing: reason) }
             for sink in state.feeds.values { sink.finish(throwing: reason) }
-            return (Array(state.pending.values), Array(state.observations.values))
+            return (Array(state.pending.values), Array(state.observations.values), state.closeWaiters)
         }
         for request in pending { Self.fail(request, reason) }
         for sink in sinks { sink.finish(throwing: reason) }
+        for waiter in waiters { waiter.resume() }
     }
 }
 

@@ -1,91 +1,146 @@
 // Licensed under the Apache License, Version 2.0.
 
 import Foundation
+import LiveChangeSet
 import LiveCloudAPI
 import LiveGateClient
 import LiveGateProtocol
 import LiveJSON
 import Testing
 
-/// The Swift client across a daemon restart: the observation resumes by itself, the observer sees loading
-/// and back, and no snapshot version is lost or repeated.
-@Suite(.serialized) struct ResilientObservationTests {
-    @Test func anObservationOutlivesADaemonRestart() async throws {
-        let cluster = try await TestCluster.start()
-        defer { cluster.stop() }
-        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
-        try await cluster.put("notes", "d1", ["v": 1])
-        let stream = LiveGateConnection.observeObjectResiliently(
-            socketPath: cluster.socketPath,
-            client: "resilient",
-            collection: "notes",
-            id: "d1"
-        )
-        let changes = Queue(stream)
-        var seen: [ObjectChangedParams] = []
-        func next(_ what: String, where predicate: @escaping @Sendable (ObjectChangedParams) -> Bool) async throws {
-            let found = try await withTimeout(.seconds(30), "waiting for \(what)") { () -> [ObjectChangedParams] in
-                var taken: [ObjectChangedParams] = []
-                while let change = try await changes.next() {
-                    taken.append(change)
-                    if predicate(change) { return taken }
-                }
-                throw ClusterError("the stream ended while waiting for \(what)")
-            }
-            seen += found
-        }
-        try await next("fresh v1") { $0.dataStatus == .fresh && $0.snapshot?.version == 1 }
-        try await cluster.put("notes", "d1", ["v": 2])
-        try await next("v2") { $0.snapshot?.version == 2 && $0.loadingStatus == .loaded }
-
-        #expect(cluster.stopDaemon() == 0)
-        try await next("the loss of the daemon") { $0.loadingStatus == .loading }
-        try await cluster.put("notes", "d1", ["v": 3])
-        _ = try await cluster.startDaemon()
-        try await next("v3 after the restart") { $0.snapshot?.version == 3 && $0.loadingStatus == .loaded }
-
-        let versions = seen.compactMap { $0.snapshot?.version }
-        #expect(versions == versions.sorted(), "versions went back: \(versions)")
-        let loaded = seen.filter { $0.loadingStatus == .loaded }.compactMap { $0.snapshot?.version }
-        #expect(loaded == [1, 2, 3], "each version confirmed exactly once: \(seen.map { "\($0.snapshot?.version ?? 0)/\($0.loadingStatus)" })")
-    }
+private struct Item: Codable, Sendable, Equatable {
+    var v: Int?
+    var room: String?
+    var at: Int?
 }
 
-/// A query's window across a daemon restart: the observer sees loading, then the whole window again
-/// (`reset`), changes made meanwhile included, and every update applies to the window it held.
-@Suite(.serialized) struct ResilientCollectionTests {
-    @Test func aWindowOutlivesADaemonRestart() async throws {
-        let cluster = try await TestCluster.start()
+/// `LiveGateClient` across a daemon restart: one connection, and every live token of it (an object, a paged
+/// collection window, a stream listener, a feed) observed again on the new connection by itself.
+@Suite(.serialized) struct LiveGateClientRestartTests {
+    @Test func everyTokenOfAClientIsObservedAgainAfterADaemonRestart() async throws {
+        let cluster = try await TestCluster.start(cloudArguments: ["--stream", "songs"])
         defer { cluster.stop() }
         try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
         let token = try await cluster.login()
-        try await cluster.put("chat", "a", ["room": "r", "at": 10], token: token)
-        let stream = LiveGateConnection.observeCollectionResiliently(
-            socketPath: cluster.socketPath,
-            client: "resilient",
-            collection: "chat",
-            query: QueryParams(where: ["room": "r"], sort: SortParams(field: "at"))
-        )
-        let updates = Queue(stream)
-        _ = try await elements(updates, until: "the window") { $0.change.loadingStatus == .loaded && $0.items.count == 1 }
+        try await cluster.put("notes", "d1", ["v": 1], token: token)
+        for (id, at) in [("a", 10), ("b", 30)] {
+            try await cluster.put("chat", id, ["room": "r", "at": .number(Double(at))], token: token)
+        }
+        let daemon = try await LiveGateClient.connect(socketPath: cluster.socketPath, client: "resilient")
+        defer { daemon.close() }
+
+        let note = Received<LiveSnapshot<Item>>()
+        let noteToken = try await daemon.object(collection: "notes", id: "d1", as: Item.self).observe { note.add($0) }
+        let window = Received<LiveCollectionSnapshot<Item>>()
+        let chat = try await daemon.collection("chat", where: ["room": "r"], sort: SortParams(field: "at"), pageSize: 1, as: Item.self)
+            .observe { window.add($0) }
+        let songs = daemon.stream("songs", of: Item.self)
+        try await songs.grantAccess(to: TestCluster.username, StreamAccess(publishers: [TestCluster.username], subscribers: [TestCluster.username]))
+        let heard = Received<LiveStreamEvent<Item>>()
+        let listening = try await songs.listen { heard.add($0) }
+        let feedEvents = Received<LiveFeedEvent<Item>>()
+        let feed = try await daemon.feed(collection: "notes", of: Item.self).subscribe { feedEvents.add($0) }
+
+        try await note.wait(for: "fresh v1") { $0.last?.dataStatus == .fresh && $0.last?.version == 1 }
+        try await window.wait(for: "the first page") { $0.last?.loadingStatus == .loaded && $0.last?.objects.count == 1 }
+        #expect(try await chat.nextPage())
+        try await window.wait(for: "two pages") { $0.last?.objects.map(\.id) == ["a", "b"] }
+        try await songs.send(Item(v: 1), to: TestCluster.username)
+        try await heard.wait(for: "the first song") { $0.count == 1 }
+        try await cluster.put("notes", "d1", ["v": 2], token: token)
+        try await note.wait(for: "v2") { $0.last?.version == 2 && $0.last?.loadingStatus == .loaded }
+        let daemonTokens = [noteToken.token, chat.notificationToken.token, listening.token, feed.token]
 
         #expect(cluster.stopDaemon() == 0)
-        let lost = try await elements(updates, until: "the loss of the daemon") { $0.change.loadingStatus == .loading }
-        #expect(lost.last?.items.map(\.id) == ["a"], "the window it had, loading")
-        try await cluster.put("chat", "b", ["room": "r", "at": 20], token: token)
+        try await note.wait(for: "the loss of the daemon (object)") { $0.last?.loadingStatus == .loading }
+        try await window.wait(for: "the loss of the daemon (window)") { $0.last?.loadingStatus == .loading }
+        let windowBefore = window.all.count
+        #expect(window.all.last?.objects.map(\.id) == ["a", "b"], "the window it had, loading")
+        try await cluster.put("notes", "d1", ["v": 3], token: token)
+        try await cluster.put("chat", "c", ["room": "r", "at": 20], token: token)
         _ = try await cluster.startDaemon()
-        let back = try await elements(updates, until: "the window again, with b") {
-            $0.items.map(\.id) == ["a", "b"] && $0.change.loadingStatus == .loaded
+
+        try await note.wait(for: "v3 after the restart") { $0.last?.version == 3 && $0.last?.loadingStatus == .loaded }
+        try await window.wait(for: "both pages again, with c") {
+            $0.last?.objects.map(\.id) == ["a", "c"] && $0.last?.loadingStatus == .loaded
         }
-        #expect(back.first?.change.reset == true, "the first update after the restart replaces the window")
-        // A consumer that applies every change set to what it holds ends with the same window.
-        var held = lost.last?.items ?? []
-        for update in back {
-            held = try #require(update.change.apply(to: held), "\(update.change)")
-            #expect(held.map(\.id) == update.items.map(\.id))
+        try await heard.wait(for: "a resync notice") { $0.contains { if case .resync = $0 { true } else { false } } }
+        try await feedEvents.wait(for: "a resync notice, then ready again") { events in
+            guard let resync = events.firstIndex(where: { if case .resync = $0 { true } else { false } }) else { return false }
+            return events[resync...].contains { if case .ready = $0 { true } else { false } }
         }
-        try await cluster.put("chat", "c", ["room": "r", "at": 30], token: token)
-        _ = try await elements(updates, until: "c, live") { $0.items.map(\.id) == ["a", "b", "c"] }
+
+        // Each version confirmed once, none lost or repeated, none going back.
+        let versions = note.all.compactMap(\.version)
+        #expect(versions == versions.sorted(), "versions went back: \(versions)")
+        let loaded = note.all.filter { $0.loadingStatus == .loaded }.compactMap(\.version)
+        #expect(loaded == [1, 2, 3], "\(note.all.map { "\($0.version ?? 0)/\($0.loadingStatus)" })")
+        // The window's first update after the restart replaces what it held; every later one applies to it.
+        let after = Array(window.all[windowBefore...])
+        #expect(after.first?.reset == true)
+        var held: [String] = []
+        for update in after {
+            // A consumer applying each change set (insertions and modifications taking the new items) ends
+            // with the window the update carries.
+            held = update.changes.apply(to: update.reset ? [] : held) { update.objects[$0].id }
+            #expect(held == update.objects.map(\.id), "\(update.changes)")
+        }
+        #expect(held == ["a", "c"])
+
+        // Live again on the new connection: the same four observations, new daemon tokens, one connection.
+        try await songs.send(Item(v: 2), to: TestCluster.username)
+        try await heard.wait(for: "a song after the restart") { events in
+            events.contains { if case .message(let item?, _, _) = $0 { item.v == 2 } else { false } }
+        }
+        try await cluster.put("notes", "d1", ["v": 4], token: token)
+        try await note.wait(for: "v4, live") { $0.last?.version == 4 }
+        try await feedEvents.wait(for: "v4 in the feed") { events in
+            events.contains { if case .next(let item?, _, _, _, _) = $0 { item.v == 4 } else { false } }
+        }
+        try await cluster.put("chat", "b0", ["room": "r", "at": 15], token: token)
+        try await window.wait(for: "b0 in the window, at its place") { $0.last?.objects.map(\.id).prefix(2) == ["a", "b0"] }
+        let stats = try await daemon.connection().request(Method.daemonStats, [String: Int](), as: DaemonStats.self)
+        #expect(stats.connections == 1 && stats.tokens == 4, "\(stats)")
+        _ = daemonTokens
+
+        // Released tokens end in the daemon (the tokens of the new connection).
+        noteToken.invalidate()
+        chat.invalidate()
+        listening.invalidate()
+        feed.invalidate()
+        try await eventually("the tokens to end in the daemon") {
+            try await daemon.connection().request(Method.daemonStats, [String: Int](), as: DaemonStats.self).tokens == 0
+        }
+    }
+
+    @Test func aClientSaysWhyItCannotReachTheDaemon() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("livegate-nobody-\(UUID().uuidString).sock").path
+        do {
+            _ = try await LiveGateClient.connect(socketPath: path, client: "nobody", timeout: .milliseconds(500))
+            Issue.record("connected to a socket nobody listens on")
+        } catch let error as LiveGateError {
+            #expect(error.message.contains(path) && error.message.contains("not reachable"), "\(error)")
+        }
+    }
+
+    @Test func aRequestWhileTheDaemonIsAwayWaitsForItThenFails() async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        let daemon = LiveGateClient(socketPath: cluster.socketPath, client: "waiting", requestWait: .milliseconds(500))
+        defer { daemon.close() }
+        _ = try await daemon.connection()
+        #expect(cluster.stopDaemon() == 0)
+        try await eventually("the client to see the daemon gone") { !daemon.isConnected }
+        do {
+            try await daemon.object(collection: "notes", id: "w", as: Item.self).write(Item(v: 1))
+            Issue.record("a write with the daemon away succeeded")
+        } catch let error as LiveGateError {
+            #expect(error.message.contains("not reachable"), "\(error)")
+        }
+        // Back: the same client serves again, without being made again.
+        _ = try await cluster.startDaemon()
+        try await eventually("the client to reconnect") { daemon.isConnected }
+        #expect(try await daemon.object(collection: "notes", id: "w", as: Item.self).write(Item(v: 1)) == 1)
     }
 }
 

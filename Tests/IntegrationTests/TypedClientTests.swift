@@ -16,7 +16,7 @@ private struct Note: Codable, Sendable, Equatable {
 }
 
 /// What a handler received, for a test to wait on.
-private final class Received<Element: Sendable>: Sendable {
+final class Received<Element: Sendable>: Sendable {
     private struct State {
         var elements: [Element] = []
         var waiters: [Int: AsyncStream<Void>.Continuation] = [:]
@@ -135,6 +135,24 @@ private final class Received<Element: Sendable>: Sendable {
             #expect(last.models.map(\.text) == ["a", "ab", "b", "c"])
             #expect(last.changes.insertions == [1], "inserted at its sorted place")
             observation.invalidate()
+
+            // The same window as an AsyncSequence, paged through its observation; cancelling the iterating
+            // task ends the observation.
+            let (paged, snapshots) = try await tasks.snapshots()
+            let counts = try await withTimeout(.seconds(20), "the window as a sequence, paged") { () -> [Int] in
+                var counts: [Int] = []
+                for try await snapshot in snapshots where snapshot.loadingStatus == .loaded {
+                    counts.append(snapshot.models.count)
+                    if counts == [2] { #expect(try await paged.nextPage()) }
+                    if snapshot.models.count == 4 { break }
+                }
+                return counts
+            }
+            #expect(counts.first == 2 && counts.last == 4, "\(counts)")
+            let iterating = Task { for try await _ in snapshots {} }
+            #expect(!paged.notificationToken.isInvalidated)
+            iterating.cancel()
+            try await eventually("the cancelled iteration to end its token") { paged.notificationToken.isInvalidated }
         }
     }
 

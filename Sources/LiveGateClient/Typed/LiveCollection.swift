@@ -3,6 +3,7 @@
 import LiveChangeSet
 import LiveGateProtocol
 import LiveJSON
+import Synchronization
 
 /// One state of a typed live collection window: the models in order, the change set that led to it, the
 /// statuses, frozen.
@@ -59,11 +60,28 @@ public struct LiveCollectionSnapshot<Model: Sendable>: Sendable {
 /// let observation = try await messages.observe { snapshot in print(snapshot.models, snapshot.changes) }
 /// try await observation.nextPage()
 /// ```
+///
+/// Made from a ``LiveGateClient``, its observations outlive the daemon: when the connection is lost the
+/// handler gets the window it has with `loadingStatus: loading`; the first update after the reconnection has
+/// `reset: true` (its changes start from an empty window and carry the whole window again, changes made
+/// meanwhile included), and the pages the observation had are fetched again, arriving as further updates.
 public struct LiveCollection<Model: Decodable & Sendable>: Sendable {
-    public let connection: LiveGateConnection
+    let source: ConnectionSource
     public let collection: String
     public let query: QueryParams?
     public let pageSize: Int?
+
+    /// Every state of the window, in order, until the observation ends: invalidated, or the task iterating
+    /// the sequence cancelled. Page it through the returned observation.
+    public func snapshots(anchor: CollectionAnchorParam? = nil) async throws -> (
+        observation: LiveCollectionObservation, snapshots: AsyncThrowingStream<LiveCollectionSnapshot<Model>, any Error>
+    ) {
+        let (stream, sink) = AsyncThrowingStream.makeStream(of: LiveCollectionSnapshot<Model>.self)
+        let observation = try await start(anchor: anchor, once: false, ended: { sink.finish() }) { sink.yield($0) }
+        let token = observation.notificationToken
+        sink.onTermination = { _ in token.invalidate() }
+        return (observation, stream)
+    }
 
     /// Calls `handler` with the window now and at every change, one after another on a task of the
     /// library's, until the returned observation's token is invalidated or released.
@@ -86,54 +104,136 @@ public struct LiveCollection<Model: Decodable & Sendable>: Sendable {
         try await start(anchor: nil, once: true) { handler($0) }
     }
 
+    /// What a collection observation keeps across reconnections: the last update delivered, and whether the
+    /// next one starts a new window.
+    private struct Delivered: Sendable {
+        var last: CollectionUpdate?
+        var startsWindow = false
+    }
+
     private func start(
         anchor: CollectionAnchorParam?,
         once: Bool,
+        ended: @escaping @Sendable () -> Void = {},
         _ deliver: @escaping @Sendable (LiveCollectionSnapshot<Model>) async -> Void
     ) async throws -> LiveCollectionObservation {
-        let observation = try await connection.observeCollection(
-            collection: collection,
-            query: query,
-            pageSize: pageSize,
-            anchor: anchor,
-            once: once
-        )
-        let task = connection.deliveryTask(observation.updates) { update in
+        let pages = PageMoves()
+        let (collection, query, pageSize) = (self.collection, self.query, self.pageSize)
+        let loop = ObservationLoop<CollectionUpdate>(source: source, once: once) { connection in
+            let observation = try await connection.observeCollection(
+                collection: collection,
+                query: query,
+                pageSize: pageSize,
+                anchor: anchor,
+                once: once
+            )
+            for move in pages.moves {  // the pages it had before a reconnection
+                guard try await move.perform(on: connection, token: observation.token) else { break }
+            }
+            return (observation.token, observation.updates)
+        }
+        let token = try await loop.start(Delivered(), ended: ended) { delivered, update in
+            var change = update.change
+            if delivered.startsWindow { change.reset = true }  // a new daemon token's window starts from empty
+            delivered.startsWindow = false
+            let update = CollectionUpdate(change: change, items: update.items)
+            delivered.last = update
             await deliver(LiveCollectionSnapshot(update, as: Model.self))
             return !once
+        } lost: { delivered in
+            delivered.startsWindow = true
+            guard let seen = delivered.last, seen.change.loadingStatus != .loading else { return }
+            let notice = seen.unchanged(loadingStatus: .loading)
+            delivered.last = notice
+            await deliver(LiveCollectionSnapshot(notice, as: Model.self))
+        } refused: { delivered, error in
+            guard let seen = delivered.last else { return }
+            let failure = RPCError(code: error.code ?? .internalError, message: error.message)
+            await deliver(LiveCollectionSnapshot(seen.unchanged(loadingStatus: .error, error: failure), as: Model.self))
         }
-        let connection = self.connection
-        let token = NotificationToken(token: observation.token, delivery: task) {
-            if !once { connection.releaseInBackground(observation.token) }
-        }
-        return LiveCollectionObservation(connection: connection, notificationToken: token)
+        return LiveCollectionObservation(notificationToken: token, pages: pages)
     }
+}
+
+extension CollectionUpdate {
+    /// The same window with no change and another loading status (the connection was lost, the daemon
+    /// refused the observation when it was made again).
+    func unchanged(loadingStatus: LoadingStatus, error: RPCError? = nil) -> CollectionUpdate {
+        var notice = change
+        notice.changes = ChangeSet()
+        notice.items = [:]
+        notice.reset = nil
+        notice.resync = nil
+        notice.loadingStatus = loadingStatus
+        notice.error = error
+        return CollectionUpdate(change: notice, items: items)
+    }
+}
+
+/// The page moves an observation made since its window's first page, to make again after a reconnection.
+final class PageMoves: Sendable {
+    enum Move: Sendable {
+        case next, previous
+
+        /// Moves `token`'s window on `connection`; false when there was no such page.
+        func perform(on connection: LiveGateConnection, token: Int64) async throws -> Bool {
+            switch self {
+            case .next: try await connection.nextPage(token: token)
+            case .previous: try await connection.previousPage(token: token)
+            }
+        }
+    }
+
+    private let state = Mutex<[Move]>([])
+
+    var moves: [Move] { state.withLock { $0 } }
+    func record(_ move: Move) { state.withLock { $0.append(move) } }
+    func reset() { state.withLock { $0.removeAll() } }
 }
 
 /// A typed collection observation: its token, and the paging of its window.
 public struct LiveCollectionObservation: Sendable {
-    let connection: LiveGateConnection
     /// Ends the observation when invalidated or released.
     public let notificationToken: NotificationToken
+    let pages: PageMoves
 
     /// One more page at the end of the window; `false` when there is none. The new items arrive through the handler.
     @discardableResult
-    public func nextPage() async throws -> Bool { try await connection.nextPage(token: notificationToken.token) }
+    public func nextPage() async throws -> Bool { try await move(.next) }
     /// One more page at the start (for windows anchored at the last page); `false` when there is none.
     @discardableResult
-    public func previousPage() async throws -> Bool { try await connection.previousPage(token: notificationToken.token) }
+    public func previousPage() async throws -> Bool { try await move(.previous) }
     /// Back to one page.
     @discardableResult
-    public func resetPage() async throws -> Bool { try await connection.resetPage(token: notificationToken.token) }
+    public func resetPage() async throws -> Bool {
+        let (connection, token) = try bound()
+        let moved = try await connection.resetPage(token: token)
+        if moved { pages.reset() }
+        return moved
+    }
     /// Objects of the window by index, `limit` from `offset`, as the daemon holds them now (windowed reads).
     public func objects(offset: Int, limit: Int) async throws -> [ObjectSnapshot] {
-        try await connection.items(token: notificationToken.token, offset: offset, limit: limit).items
+        let (connection, token) = try bound()
+        return try await connection.items(token: token, offset: offset, limit: limit).items
     }
     public func invalidate() { notificationToken.invalidate() }
+
+    private func move(_ move: PageMoves.Move) async throws -> Bool {
+        let (connection, token) = try bound()
+        let moved = try await move.perform(on: connection, token: token)
+        if moved { pages.record(move) }
+        return moved
+    }
+
+    private func bound() throws -> (LiveGateConnection, Int64) {
+        guard let bound = notificationToken.bound else { throw LiveGateError.connection("the observation has ended") }
+        return (bound.connection, bound.token)
+    }
 }
 
 extension LiveGateConnection {
-    /// A typed live query: the collection's objects matching `where`, in `sort` order, in pages of `pageSize`.
+    /// A typed live query: the collection's objects matching `where`, in `sort` order, in pages of
+    /// `pageSize`. Its observations end with this connection.
     public func collection<Model: Decodable & Sendable>(
         _ collection: String,
         where filters: [String: JSONValue]? = nil,
@@ -141,7 +241,27 @@ extension LiveGateConnection {
         pageSize: Int? = nil,
         as type: Model.Type = Model.self
     ) -> LiveCollection<Model> {
-        let query = filters == nil && sort == nil ? nil : QueryParams(where: filters, sort: sort)
-        return LiveCollection(connection: self, collection: collection, query: query, pageSize: pageSize)
+        LiveCollection(source: .connection(self), collection: collection, query: QueryParams(filters, sort), pageSize: pageSize)
+    }
+}
+
+extension LiveGateClient {
+    /// A typed live query whose observations outlive the daemon's restarts (see ``LiveCollection``).
+    public func collection<Model: Decodable & Sendable>(
+        _ collection: String,
+        where filters: [String: JSONValue]? = nil,
+        sort: SortParams? = nil,
+        pageSize: Int? = nil,
+        as type: Model.Type = Model.self
+    ) -> LiveCollection<Model> {
+        LiveCollection(source: .client(self), collection: collection, query: QueryParams(filters, sort), pageSize: pageSize)
+    }
+}
+
+extension QueryParams {
+    /// The query of `filters` and `sort`; `nil` (the whole collection by id) when both are.
+    init?(_ filters: [String: JSONValue]?, _ sort: SortParams?) {
+        guard filters != nil || sort != nil else { return nil }
+        self.init(where: filters, sort: sort)
     }
 }

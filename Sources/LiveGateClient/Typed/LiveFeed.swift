@@ -11,7 +11,8 @@ public enum LiveFeedEvent<Model: Sendable>: Sendable {
     case next(_ model: Model?, snapshot: ObjectSnapshot?, deleted: Bool, seq: Int64?, decodingError: LiveGateError?)
     /// The daemon's realtime link changed: `offline`, `connecting`, `connected` or `reconnecting`.
     case status(String)
-    /// Changes made while the link was down could not be replayed: some may be missing.
+    /// Changes may be missing: made while the daemon's link was down, they could not be replayed; or
+    /// (through a ``LiveGateClient``) the daemon was away and the subscription was made again.
     case resync
     /// The cloud refused the subscription as the daemon remade it.
     case error(LiveGateError)
@@ -46,7 +47,7 @@ public enum LiveFeedEvent<Model: Sendable>: Sendable {
 /// }
 /// ```
 public struct LiveFeed<Model: Decodable & Sendable>: Sendable {
-    public let connection: LiveGateConnection
+    let source: ConnectionSource
     public let collection: String
 
     /// Calls `handler` with every event, one after another, until the returned token is invalidated or released.
@@ -62,14 +63,33 @@ public struct LiveFeed<Model: Decodable & Sendable>: Sendable {
     }
 
     private func start(_ deliver: @escaping @Sendable (LiveFeedEvent<Model>) async -> Void) async throws -> NotificationToken {
-        let feed = try await connection.subscribeFeed(collection: collection)
-        return connection.deliveringToken(feed.token, feed.events, as: { LiveFeedEvent($0, as: Model.self) }, deliver)
+        let collection = self.collection
+        let loop = ObservationLoop<FeedEventBody>(source: source, once: false) { connection in
+            let feed = try await connection.subscribeFeed(collection: collection)
+            return (feed.token, feed.events)
+        }
+        return try await loop.start(()) { _, event in
+            await deliver(LiveFeedEvent(event, as: Model.self))
+            return true
+        } resumed: { _ in
+            await deliver(.resync)
+        } refused: { _, error in
+            await deliver(.error(error))
+        }
     }
 }
 
 extension LiveGateConnection {
     /// A typed handle on a collection's feed: cheap; subscribing is what costs.
     public func feed<Model: Decodable & Sendable>(collection: String, of type: Model.Type = Model.self) -> LiveFeed<Model> {
-        LiveFeed(connection: self, collection: collection)
+        LiveFeed(source: .connection(self), collection: collection)
+    }
+}
+
+extension LiveGateClient {
+    /// A typed handle on a collection's feed whose subscribers outlive the daemon's restarts (they get
+    /// `.resync`, then `.ready` again).
+    public func feed<Model: Decodable & Sendable>(collection: String, of type: Model.Type = Model.self) -> LiveFeed<Model> {
+        LiveFeed(source: .client(self), collection: collection)
     }
 }

@@ -49,19 +49,22 @@ public struct LiveSnapshot<Model: Sendable>: Sendable {
 /// let note = daemon.object(collection: "notes", id: "n1", as: Note.self)
 /// let token = try await note.observeOnMainActor { snapshot in label.text = snapshot.model?.text }
 /// ```
+///
+/// Made from a ``LiveGateClient``, its observations outlive the daemon: across a restart the handler sees
+/// `loadingStatus` go to `loading` and back, never a lost or repeated snapshot version (``ResumeFilter``).
+/// Made from a ``LiveGateConnection``, they end with the connection.
 public struct LiveObject<Model: Decodable & Sendable>: Sendable {
-    public let connection: LiveGateConnection
+    let source: ConnectionSource
     public let collection: String
     public let id: String
 
-    /// Every state of the object, in order, until the sequence is no longer iterated or the connection
-    /// closes. Ending the iteration does not end the daemon's token: use ``observe(on:policy:fields:_:)``
-    /// for an observation that ends with its token.
-    public func snapshots(policy: ObservePolicy? = nil, fields: [String]? = nil) async throws -> AsyncThrowingMapSequence<
-        AsyncThrowingStream<ObjectChangedParams, any Error>, LiveSnapshot<Model>
-    > {
-        let observation = try await connection.observeObject(collection: collection, id: id, policy: policy, fields: fields)
-        return observation.changes.map { LiveSnapshot($0, as: Model.self) }
+    /// Every state of the object, in order, until the task iterating the sequence is cancelled (which ends
+    /// the observation) or the observation ends.
+    public func snapshots(policy: ObservePolicy? = nil, fields: [String]? = nil) async throws -> AsyncThrowingStream<LiveSnapshot<Model>, any Error> {
+        let (stream, sink) = AsyncThrowingStream.makeStream(of: LiveSnapshot<Model>.self)
+        let token = try await start(once: false, policy: policy, fields: fields, ended: { sink.finish() }) { sink.yield($0) }
+        sink.onTermination = { _ in token.invalidate() }
+        return stream
     }
 
     /// Calls `handler` with every state of the object, one after another on a task of the library's, until
@@ -97,16 +100,26 @@ public struct LiveObject<Model: Decodable & Sendable>: Sendable {
         once: Bool,
         policy: ObservePolicy?,
         fields: [String]?,
+        ended: @escaping @Sendable () -> Void = {},
         _ deliver: @escaping @Sendable (LiveSnapshot<Model>) async -> Void
     ) async throws -> NotificationToken {
-        let observation = try await connection.observeObject(collection: collection, id: id, policy: policy, once: once, fields: fields)
-        let task = connection.deliveryTask(observation.changes) { change in
-            await deliver(LiveSnapshot(change, as: Model.self))
-            return !once
+        let (collection, id) = (self.collection, self.id)
+        let loop = ObservationLoop<ObjectChangedParams>(source: source, once: once) { connection in
+            let observation = try await connection.observeObject(collection: collection, id: id, policy: policy, once: once, fields: fields)
+            return (observation.token, observation.changes)
         }
-        let connection = self.connection
-        return NotificationToken(token: observation.token, delivery: task) {
-            if !once { connection.releaseInBackground(observation.token) }
+        let reconnects = source.reconnects
+        return try await loop.start(ResumeFilter(), ended: ended) { filter, change in
+            // Across reconnections, only what is new reaches the handler.
+            if !reconnects || filter.admit(change) { await deliver(LiveSnapshot(change, as: Model.self)) }
+            return !once
+        } lost: { filter in
+            if let notice = filter.disconnected() { await deliver(LiveSnapshot(notice, as: Model.self)) }
+        } refused: { filter, error in
+            var change = filter.last ?? ObjectChangedParams(token: 0, snapshot: nil, dataStatus: .notExist, loadingStatus: .error)
+            change.loadingStatus = .error
+            change.error = RPCError(code: error.code ?? .internalError, message: error.message)
+            await deliver(LiveSnapshot(change, as: Model.self))
         }
     }
 }
@@ -116,14 +129,21 @@ extension LiveObject where Model: Encodable {
     /// marked pending. Returns the stored version.
     @discardableResult
     public func write(_ model: Model, ifVersion: Int64? = nil) async throws -> Int64 {
-        try await connection.update(collection: collection, id: id, data: try JSONValue(encoding: model), ifVersion: ifVersion).version
+        try await source.current().update(collection: collection, id: id, data: try JSONValue(encoding: model), ifVersion: ifVersion).version
     }
 }
 
 extension LiveGateConnection {
-    /// A typed handle on an object: cheap; observing it is what costs.
+    /// A typed handle on an object: cheap; observing it is what costs. Its observations end with this connection.
     public func object<Model: Decodable & Sendable>(collection: String, id: String, as type: Model.Type = Model.self) -> LiveObject<Model> {
-        LiveObject(connection: self, collection: collection, id: id)
+        LiveObject(source: .connection(self), collection: collection, id: id)
+    }
+}
+
+extension LiveGateClient {
+    /// A typed handle on an object whose observations outlive the daemon's restarts.
+    public func object<Model: Decodable & Sendable>(collection: String, id: String, as type: Model.Type = Model.self) -> LiveObject<Model> {
+        LiveObject(source: .client(self), collection: collection, id: id)
     }
 }
 
