@@ -61,8 +61,8 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "WSClient", package: "swift-websocket"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -181,7 +181,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "LiveGateClient", "LiveGateProtocol", "LiveCloudAPI", "LiveJSON", "LiveChangeSet", "CLiveGate", "CJSONC",
+                "LiveGateClient", "LiveGateProtocol", "LiveCloudAPI", "LiveJSON", "LiveChangeSet", "LiveSDK", "CLiveGate", "CJSONC",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

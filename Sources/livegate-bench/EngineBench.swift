@@ -18,6 +18,89 @@ extension Bench {
 
         try await measureCloudWrites("SQLite", base: base, access: access)
         try await measureEngine(base: base, directory: directory, token: access)
+        try await measureResultIndex(base: base, directory: directory, token: access)
+    }
+
+    /// Windowed access by index to a large query result: the engine reads it from its cache, fetching it a
+    /// page of 100 at a time as far as reads reach, and must not hold it in memory.
+    private func measureResultIndex(base: String, directory: String, token: String) async throws {
+        let items = resultItems
+        let seeding = DispatchTime.now().uptimeNanoseconds
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in 0..<8 {
+                group.addTask {
+                    for n in stride(from: worker, to: items, by: 8) {
+                        _ = try await httpJSON(
+                            .PUT,
+                            base + CloudPath.object(EntityKey(collection: "big", id: "b\(n)")),
+                            #"{"data":{"rank":\#(n),"text":"item number \#(n) of the big result"}}"#,
+                            token: token
+                        )
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        say(
+            "result index: \(items) objects written to the cloud in \(format(Double(DispatchTime.now().uptimeNanoseconds - seeding) / 1e9 * 1000)) ms"
+        )
+
+        var logger = Logger(label: "bench-index")
+        logger.logLevel = .error
+        let configuration = LiveSDKConfiguration(
+            cloudURL: base,
+            credentials: Credentials(username: "bench", password: "bench-password"),
+            stateDirectory: directory + "/index-engine"
+        )
+        let engine = try LiveClient(configuration: configuration, logger: logger)
+        let running = Task { await engine.run() }
+        let query = CollectionQuery(collection: "big", sort: QuerySort(field: "rank"))
+        let observation = await engine.collection(query, pageSize: 20).observe { _ in }
+        guard try await observation.resultCount() == items else { throw BenchError("the result index counts a wrong number of objects") }
+        let before = residentKiB()
+
+        // A reader scrolling through the whole result, 20 at a time: every page is fetched into the cache.
+        let sweep = DispatchTime.now().uptimeNanoseconds
+        var seen = 0
+        var peak = before
+        for start in stride(from: 0, to: items, by: 20) {
+            let window = try await observation.objects(in: start..<(start + 20))
+            guard window.first?.id == "b\(start)" else { throw BenchError("index \(start) is \(window.first?.id ?? "missing")") }
+            seen += window.count
+            if start % 10_000 == 0 { peak = max(peak, residentKiB()) }
+        }
+        let sweepMs = Double(DispatchTime.now().uptimeNanoseconds - sweep) / 1e6
+        peak = max(peak, residentKiB())
+        let afterSweep = residentKiB()
+
+        // Random windows, once the result is in the cache.
+        var reads: [Double] = []
+        for _ in 0..<2000 {
+            let start = Int.random(in: 0..<(items - 20))
+            let begin = DispatchTime.now().uptimeNanoseconds
+            let window = try await observation.objects(in: start..<(start + 20))
+            reads.append(Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e6)
+            guard window.count == 20, window.first?.id == "b\(start)" else { throw BenchError("random window at \(start) is wrong") }
+        }
+        reads.sort()
+        let cacheBytes = (try? FileManager.default.attributesOfItem(atPath: directory + "/index-engine/cache.sqlite")[.size] as? Int) ?? 0
+
+        // For contrast: the same result held in memory.
+        let all = try await observation.allObjects()
+        let holding = residentKiB()
+        say(
+            "result index: \(seen) objects read by index, 20 at a time, in \(format(sweepMs)) ms (fetched into the cache as the reads went); "
+                + "RSS \(before / 1024) MiB before, \(peak / 1024) MiB at most during, \(afterSweep / 1024) MiB after "
+                + "(\((afterSweep - before) * 1024 / items) bytes per item); cache file \(cacheBytes / 1_048_576) MiB"
+        )
+        say(
+            "result index: a random window of 20 of \(items): p50 \(format(reads[reads.count / 2])) ms, p99 \(format(reads[reads.count * 99 / 100])) ms; "
+                + "for contrast, allObjects() holding all \(all.count) in memory: RSS \(holding / 1024) MiB (+\((holding - afterSweep) / 1024) MiB)"
+        )
+        observation.invalidate()
+        running.cancel()
+        await running.value
+        await engine.close()
     }
 
     private func measureEngine(base: String, directory: String, token: String) async throws {

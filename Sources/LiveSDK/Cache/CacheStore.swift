@@ -68,6 +68,7 @@ final class CacheStore: Sendable {
             // (or a restart) is applied once.
             try db.alter(table: "outbox") { table in table.add(column: "writeId", .text) }
         }
+        migrator.registerMigration("v6-result-index", migrate: createResultIndexTables)
         return migrator
     }
 
@@ -119,7 +120,7 @@ final class CacheStore: Sendable {
         }
     }
 
-    private static func entity(_ db: Database, _ key: EntityKey) throws -> Entity? {
+    static func entity(_ db: Database, _ key: EntityKey) throws -> Entity? {
         guard
             let row = try Row.fetchOne(db, sql: "SELECT * FROM entity WHERE collection = ? AND id = ?", arguments: [key.collection, key.id])
         else { return nil }

@@ -256,7 +256,7 @@ extension LiveClient {
         return (items, count, window.anchor == .first && more, window.anchor == .last && more)
     }
 
-    private func queryWithSession(_ query: CollectionQuery, _ page: PageRequest, limit: Int) async throws(LiveError) -> QueryPage {
+    func queryWithSession(_ query: CollectionQuery, _ page: PageRequest, limit: Int) async throws(LiveError) -> QueryPage {
         let token = try await session.accessToken()
         do {
             return try await cloud.query(query, page, limit: limit, token: token)
@@ -270,6 +270,25 @@ extension LiveClient {
         guard let observation = collectionObservations[window], observation.isUnobserved else { return }
         collectionObservations[window] = nil
         await realtime.release(.collection(window.query.collection))
+        // The query's result index goes with its last window.
+        if !collectionObservations.keys.contains(where: { $0.query == window.query }), let index = resultIndexes.removeValue(forKey: window.query) {
+            await index.close()
+            await realtime.release(.collection(window.query.collection))
+        }
+    }
+
+    /// The result index of `query`, opened if needed (see ``ResultIndex``).
+    func resultIndex(_ query: CollectionQuery) -> ResultIndex {
+        if let index = resultIndexes[query] { return index }
+        let realtime = self.realtime
+        let index = ResultIndex(query: query, cache: cache) {
+            await realtime.acquire(.collection(query.collection))
+        } fetchPage: { [weak self] page, limit throws(LiveError) in
+            guard let self else { throw LiveError(code: .cloudUnavailable, message: "the engine has stopped") }
+            return try await self.queryWithSession(query, page, limit: limit)
+        }
+        resultIndexes[query] = index
+        return index
     }
 
     /// A change of an entity (realtime, or a write from this host) reaches every window of its collection.
@@ -278,6 +297,7 @@ extension LiveClient {
             observation.apply { $0.remoteChanged(entity) }
             changesDuringCollectionFetch[window]?.append(entity)
         }
+        for (query, index) in resultIndexes where query.collection == entity.collection { index.enqueue(.changed(entity)) }
     }
 
     /// Continuity with the collection's topic was lost: every window of it gets a resync notice, then a refetch.
@@ -287,6 +307,7 @@ extension LiveClient {
             observation.apply { $0.resyncStarted() }
             commandSink.yield(.refreshCollection(window))
         }
+        for (query, index) in resultIndexes where query.collection == collection { index.enqueue(.reset) }
     }
 }
 
@@ -347,8 +368,41 @@ public final class LiveCollectionToken: Sendable {
     /// Back to one page. False when the window holds one page already.
     public func resetPage() async -> Bool { await client.movePage(self, .reset) }
 
-    /// The window's state now (what the observer last received), for windowed reads: `items[range]`.
+    /// The window's state now (what the observer last received).
     public var current: LiveCollectionChange { state.withLock { $0.observation.current } }
+
+    // MARK: The whole result by index, from the cache
+
+    /// The object at `index` of the query's whole result (not just the window), read from the cache: the
+    /// result is fetched into the cache a page of 100 at a time as far as reads reach, and kept current by
+    /// realtime changes while the query is observed, so memory does not grow with the result's size.
+    /// `nil` past the end.
+    public func object(at index: Int) async throws(LiveError) -> Entity? {
+        try await objects(in: index..<(index + 1)).first
+    }
+
+    /// The objects at `range` of the query's whole result, in order (fewer when the result ends before),
+    /// read from the cache as ``object(at:)`` reads.
+    public func objects(in range: Range<Int>) async throws(LiveError) -> [Entity] {
+        guard range.lowerBound >= 0 else { throw LiveError(code: .invalidArgument, message: "an index must be 0 or more") }
+        return try await resultIndex().objects(in: range)
+    }
+
+    /// The query's whole result, in order (in memory: use ``objects(in:)`` for a large one).
+    public func allObjects() async throws(LiveError) -> [Entity] {
+        try await resultIndex().allObjects()
+    }
+
+    /// How many objects match the query in all (the cloud's count, kept current; exact once the whole
+    /// result has been read).
+    public func resultCount() async throws(LiveError) -> Int {
+        try await resultIndex().count()
+    }
+
+    private func resultIndex() async throws(LiveError) -> ResultIndex {
+        guard liveness.isAlive else { throw LiveError(code: .invalidArgument, message: "the collection token was invalidated") }
+        return await client.resultIndex(window.query)
+    }
 
     /// Ends the observation. Idempotent.
     public func invalidate() {

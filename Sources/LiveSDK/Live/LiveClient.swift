@@ -69,6 +69,8 @@ public actor LiveClient {
     /// so a fetch that read older data never wins over a newer event.
     var changesDuringCollectionFetch: [CollectionWindow: [Entity]] = [:]
     var nextCollectionObserver = 0
+    /// Open result indexes (windowed reads by index from the cache), by query.
+    var resultIndexes: [CollectionQuery: ResultIndex] = [:]
     // Streams (see LiveClient+Streams.swift).
     var streamListeners: [Topic: [Int: StreamListener]] = [:]
     var nextStreamListener = 0

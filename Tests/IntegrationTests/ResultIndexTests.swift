@@ -1,0 +1,90 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Foundation
+import LiveCloudAPI
+import LiveJSON
+import LiveSDK
+import Logging
+import Testing
+
+/// The engine's windowed reads by index of a query's whole result (`LiveCollectionToken.object(at:)`,
+/// `objects(in:)`, `allObjects()`), read from the cache and kept current by realtime, against the real cloud.
+@Suite(.serialized) struct ResultIndexTests {
+    /// An engine of its own on the cluster's cloud, run for the duration of `body`.
+    static func withEngine(_ cluster: TestCluster, _ body: (LiveClient) async throws -> Void) async throws {
+        var logger = Logger(label: "result-index-test")
+        logger.logLevel = .warning
+        let configuration = LiveSDKConfiguration(
+            cloudURL: cluster.cloudURL,
+            credentials: Credentials(username: TestCluster.username, password: TestCluster.password),
+            stateDirectory: cluster.directory + "/engine"
+        )
+        let engine = try LiveClient(configuration: configuration, logger: logger)
+        let running = Task { await engine.run() }
+        do {
+            try await body(engine)
+        } catch {
+            running.cancel()
+            await running.value
+            await engine.close()
+            throw error
+        }
+        running.cancel()
+        await running.value
+        await engine.close()
+    }
+
+    @Test func theWholeResultIsReadByIndexAndKeptCurrent() async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        let token = try await cluster.login()
+        // 250 rows, rank 0, 10, 20, ...: r0 ... r249 in order.
+        for n in 0..<250 {
+            try await cluster.put("rows", "r\(n)", ["rank": .number(Double(n * 10))], token: token)
+        }
+        var expected = (0..<250).map { "r\($0)" }
+        try await Self.withEngine(cluster) { engine in
+            let rows = engine.collection(CollectionQuery(collection: "rows", sort: QuerySort(field: "rank")), pageSize: 20)
+            let observation = await rows.observe { _ in }
+            #expect(try await observation.resultCount() == 250)
+            #expect(try await observation.objects(in: 100..<130).map(\.id) == Array(expected[100..<130]))
+            #expect(try await observation.object(at: 0)?.id == "r0")
+            #expect(try await observation.object(at: 199)?.id == "r199")  // two pages of 100 fetched so far
+
+            // Realtime changes inside the part fetched, and beyond it (fetched later, at its place).
+            try await cluster.put("rows", "inside", ["rank": 1005], token: token)  // between r100 and r101
+            expected.insert("inside", at: 101)
+            try await cluster.put("rows", "beyond", ["rank": 2405], token: token)  // between r240 and r241
+            expected.insert("beyond", at: expected.firstIndex(of: "r241")!)
+            try await cluster.put("rows", "r5", ["rank": 99_999], token: token)  // moves to the end
+            expected.removeAll { $0 == "r5" }
+            expected.append("r5")
+            try await cluster.delete("rows", "r0")
+            expected.removeAll { $0 == "r0" }
+            try await cluster.put("rows", "other", ["rank": 1], token: token)
+            try await cluster.delete("rows", "other")  // created and gone: not in the result
+
+            let firstPart = Array(expected[0..<110])
+            try await eventually("the changes in the index") { try await observation.objects(in: 0..<110).map(\.id) == firstPart }
+            let all = try await observation.allObjects()
+            #expect(all.map(\.id) == expected, "the whole result, in order")
+            #expect(try await observation.resultCount() == expected.count)
+            #expect(try await observation.object(at: expected.count) == nil, "past the end")
+            #expect(try await observation.objects(in: 248..<260).map(\.id) == Array(expected[248...]))
+
+            // Once the whole result is known, a change at its end lands there too.
+            try await cluster.put("rows", "last", ["rank": 1_000_000], token: token)
+            expected.append("last")
+            let lastIndex = expected.count - 1
+            try await eventually("the new last row") { try await observation.object(at: lastIndex)?.id == "last" }
+            #expect(try await observation.resultCount() == expected.count)
+            observation.invalidate()
+            do {
+                _ = try await observation.object(at: 0)
+                Issue.record("an invalidated token read")
+            } catch let error as LiveError {
+                #expect(error.code == .invalidArgument)
+            }
+        }
+    }
+}
