@@ -527,6 +527,27 @@ struct json_object *lg_collection_item(const lg_client *c, int64_t token, size_t
     return json_object_array_get_idx(s->window, index);
 }
 
+json_object *lg_collection_result(lg_client *c, int64_t token, size_t offset, int limit, int64_t *count) {
+    struct lg_subscription *s = find(c, token);
+    json_object *params = json_object_new_object();
+    json_object_object_add(params, "token", json_object_new_int64(s ? s->wire : token));
+    json_object_object_add(params, "offset", json_object_new_int64((int64_t)offset));
+    json_object_object_add(params, "limit", json_object_new_int(limit));
+    json_object_object_add(params, "from", json_object_new_string("result"));
+    json_object *result = call(c, "collection.items", params);
+    if (!result) return NULL;
+    json_object *items = NULL, *total;
+    if (count && json_object_object_get_ex(result, "count", &total)) *count = json_object_get_int64(total);
+    if (!json_object_object_get_ex(result, "items", &items) || !json_object_is_type(items, json_type_array)) {
+        json_object_put(result);
+        set_error(c, 0, "livegated answered collection.items without items");
+        return NULL;
+    }
+    json_object_get(items); /* kept beyond the answer it came in */
+    json_object_put(result);
+    return items;
+}
+
 int64_t lg_stream_listen(lg_client *c, const char *stream, const char *follow_user, lg_stream_callback callback,
                          void *userdata) {
     if (!callback || !stream) {

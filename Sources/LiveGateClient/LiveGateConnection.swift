@@ -233,9 +233,18 @@ public final class LiveGateConnection: Sendable {
         try await request(Method.collectionResetPage, TokenParams(token: token), as: PageResult.self).moved
     }
 
-    /// Reads `limit` items of the token's window from `offset`, as the daemon holds it now.
-    public func items(token: Int64, offset: Int, limit: Int) async throws -> CollectionItemsResult {
-        try await request(Method.collectionItems, CollectionItemsParams(token: token, offset: offset, limit: limit))
+    /// Reads `limit` items from `offset` of the token's window as the daemon holds it now, or (`from:
+    /// .result`) of the query's whole result, read by index from the daemon's cache.
+    public func items(
+        token: Int64,
+        offset: Int,
+        limit: Int,
+        from source: CollectionItemsParams.Source = .window
+    ) async throws -> CollectionItemsResult {
+        try await request(
+            Method.collectionItems,
+            CollectionItemsParams(token: token, offset: offset, limit: limit, from: source == .window ? nil : source)
+        )
     }
 
     /// Replaces an object's data (creating it if needed), or with `merge` merges a JSON merge patch into it;

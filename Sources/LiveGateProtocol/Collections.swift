@@ -73,22 +73,33 @@ public struct PageResult: Codable, Sendable, Equatable {
 // MARK: collection.items
 
 public struct CollectionItemsParams: Codable, Sendable {
+    /// What `collection.items` reads.
+    public enum Source: String, Codable, Sendable {
+        /// The token's window, as the daemon holds it.
+        case window
+        /// The query's whole result, by index, from the daemon's cache.
+        case result
+    }
+
     public var token: Int64
     public var offset: Int
     /// 1-1000.
     public var limit: Int
+    /// `nil`: the window.
+    public var from: Source?
 
-    public init(token: Int64, offset: Int, limit: Int) {
+    public init(token: Int64, offset: Int, limit: Int, from: Source? = nil) {
         self.token = token
         self.offset = offset
         self.limit = limit
+        self.from = from
     }
 }
 
 public struct CollectionItemsResult: Codable, Sendable, Equatable {
     public var offset: Int
     public var items: [ObjectSnapshot]
-    /// How many items the token's window holds.
+    /// How many items the token's window holds (`from: window`), or the result's count (`from: result`).
     public var size: Int
     /// How many objects match the query in all.
     public var count: Int

@@ -205,6 +205,15 @@ private func dispatch(_ client: OpaquePointer, _ seen: Seen, seconds: Double = 2
         try await cluster.startDaemon()
         #expect(lg_reconnect(client) == 0, "\(String(cString: lg_last_error(client)))")
         #expect(dispatch(client, seen) { ids() == ["m0", "m2", "m3", "m4"] }, "\(ids())")
+
+        // The whole result by index, beyond the window, from the daemon's cache.
+        var count: Int64 = 0
+        let result = try #require(lg_collection_result(client, window, 3, 10, &count), "\(String(cString: lg_last_error(client)))")
+        defer { json_object_put(result) }
+        let tail = (0..<json_object_array_length(result)).map { index in
+            String(cString: json_object_get_string(json_object_object_get(json_object_array_get_idx(result, index), "id")))
+        }
+        #expect(tail == ["m4"] && count == 4, "\(tail) of \(count)")
         #expect(lg_invalidate(client, window) == 0)
         withExtendedLifetime(seen) {}
     }

@@ -2,6 +2,8 @@
 
 import Foundation
 import LiveCloudAPI
+import LiveGateClient
+import LiveGateProtocol
 import LiveJSON
 import LiveSDK
 import Logging
@@ -84,6 +86,44 @@ import Testing
                 Issue.record("an invalidated token read")
             } catch let error as LiveError {
                 #expect(error.code == .invalidArgument)
+            }
+        }
+    }
+}
+
+/// `collection.items` with `from: "result"`: the daemon reads the query's whole result by index from its
+/// cache, beyond the token's window, through the Swift client.
+@Suite(.serialized) struct DaemonResultItemsTests {
+    @Test func aClientReadsTheWholeResultBeyondItsWindow() async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        let token = try await cluster.login()
+        for n in 0..<150 {
+            try await cluster.put("rows", "r\(n)", ["rank": .number(Double(n * 10))], token: token)
+        }
+        try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "result-reader") { daemon in
+            struct Row: Codable, Sendable { var rank: Int }
+            let received = Received<LiveCollectionSnapshot<Row>>()
+            let rows = try await daemon.collection("rows", sort: SortParams(field: "rank"), pageSize: 5, as: Row.self)
+                .observe { received.add($0) }
+            try await received.wait(for: "the window") { $0.last?.loadingStatus == .loaded }
+            #expect(received.all.last?.objects.count == 5, "the window is one page")
+            #expect(try await rows.resultObjects(offset: 140, limit: 20).map(\.id) == (140..<150).map { "r\($0)" })
+            #expect(try await rows.object(at: 99)?.id == "r99")
+            #expect(try await rows.object(at: 150) == nil)
+            let answer = try await daemon.items(token: rows.notificationToken.token, offset: 0, limit: 1, from: .result)
+            #expect(answer.count == 150 && answer.size == 150)
+
+            try await cluster.put("rows", "mid", ["rank": 705], token: token)  // between r70 and r71
+            try await eventually("the new row at its place in the result") { try await rows.object(at: 71)?.id == "mid" }
+            #expect(try await rows.object(at: 150)?.id == "r149")
+
+            do {
+                _ = try await daemon.items(token: rows.notificationToken.token, offset: 0, limit: 1001, from: .result)
+                Issue.record("a limit over 1000 was accepted")
+            } catch let error as LiveGateError {
+                #expect(error.code == .invalidParams)
             }
         }
     }

@@ -84,6 +84,12 @@ int lg_collection_page(lg_client *client, int64_t token, enum lg_page page);
 size_t lg_collection_size(const lg_client *client, int64_t token);
 struct json_object *lg_collection_item(const lg_client *client, int64_t token, size_t index);
 
+/* Reads `limit` (1-1000) snapshots from `offset` of the query's whole result, beyond the window, by index from
+ * the daemon's cache (the daemon fetches it a page of 100 at a time as far as reads reach and does not hold it
+ * in memory). Returns a new json-c array the caller owns (json_object_put it; empty past the end), and
+ * stores the result's count in *count when count is not NULL; NULL with lg_last_error() set on failure. */
+struct json_object *lg_collection_result(lg_client *client, int64_t token, size_t offset, int limit, int64_t *count);
+
 /* Live Service streams, as the daemon's cloud user. Listens to the messages sent to that user (`follow_user`
  * NULL), or follows what `follow_user` posts. Returns the token (> 0; lg_invalidate stops listening or
  * unfollows), or -1 with lg_last_error() set (-32002: not among the user's subscribers; -32006: no stream). */

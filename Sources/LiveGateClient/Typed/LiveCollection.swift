@@ -216,6 +216,18 @@ public struct LiveCollectionObservation: Sendable {
         let (connection, token) = try bound()
         return try await connection.items(token: token, offset: offset, limit: limit).items
     }
+
+    /// Objects of the query's whole result by index (beyond the window), `limit` (1-1000) from `offset`, read
+    /// from the daemon's cache: neither the daemon nor this process holds the result in memory.
+    public func resultObjects(offset: Int, limit: Int) async throws -> [ObjectSnapshot] {
+        let (connection, token) = try bound()
+        return try await connection.items(token: token, offset: offset, limit: limit, from: .result).items
+    }
+
+    /// The object at `index` of the query's whole result (`nil` past its end), read as ``resultObjects(offset:limit:)``.
+    public func object(at index: Int) async throws -> ObjectSnapshot? {
+        try await resultObjects(offset: index, limit: 1).first
+    }
     public func invalidate() { notificationToken.invalidate() }
 
     private func move(_ move: PageMoves.Move) async throws -> Bool {

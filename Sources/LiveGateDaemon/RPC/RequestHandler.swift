@@ -93,7 +93,7 @@ struct RequestHandler {
             case Method.collectionNextPage: try await page(id, envelope.params, .next, method: method)
             case Method.collectionPreviousPage: try await page(id, envelope.params, .previous, method: method)
             case Method.collectionResetPage: try await page(id, envelope.params, .reset, method: method)
-            case Method.collectionItems: try items(id, envelope.params)
+            case Method.collectionItems: try await items(id, envelope.params)
             case Method.sessionState: try sessionState(id, envelope.params)
             case Method.daemonStats: await daemonStats(id)
             case Method.feedSubscribe: try await feedSubscribe(id, envelope.params)
@@ -325,22 +325,30 @@ struct RequestHandler {
         connection.respond(result: PageResult(moved: moved), id: id)
     }
 
-    private func items(_ id: RequestID, _ params: JSONValue?) throws {
+    private func items(_ id: RequestID, _ params: JSONValue?) async throws {
         let request = try Self.decode(CollectionItemsParams.self, params, method: Method.collectionItems)
         guard request.offset >= 0, (1...1000).contains(request.limit) else {
             throw RPCError(code: .invalidParams, message: "params.offset must be 0 or more and params.limit from 1 to 1000")
         }
-        let current = try collectionToken(request.token).current
-        let window = current.items.dropFirst(request.offset).prefix(request.limit)
-        connection.respond(
-            result: CollectionItemsResult(
+        let token = try collectionToken(request.token)
+        let result: CollectionItemsResult
+        switch request.from ?? .window {
+        case .window:
+            let current = token.current
+            let window = current.items.dropFirst(request.offset).prefix(request.limit)
+            result = CollectionItemsResult(
                 offset: request.offset,
                 items: window.map(ObjectSnapshot.init),
                 size: current.items.count,
                 count: current.count
-            ),
-            id: id
-        )
+            )
+        case .result:
+            // Engine errors become their protocol form (a cloud that cannot be reached: -32004).
+            let items = try await token.objects(in: request.offset..<(request.offset + request.limit))
+            let count = try await token.resultCount()
+            result = CollectionItemsResult(offset: request.offset, items: items.map(ObjectSnapshot.init), size: count, count: count)
+        }
+        connection.respond(result: result, id: id)
     }
 
     private func collectionToken(_ token: Int64) throws -> LiveCollectionToken {

@@ -86,18 +86,30 @@ actor ResultIndex {
     /// How many objects match the query (the cloud's count as of the first page, adjusted by the changes
     /// seen since; exact once the whole result is in the index).
     func count() async throws(LiveError) -> Int {
-        try await fill(upTo: 1)
-        return try await cache.resultIndexState(key).count
+        while true {
+            let generation = resets
+            try await fill(upTo: 1)
+            let state = try await cache.resultIndexState(key)
+            if resets == generation { return state.count }
+        }
     }
 
     /// The objects at `positions` of the result (fewer when it ends before), in order.
     func objects(in positions: Range<Int>) async throws(LiveError) -> [Entity] {
-        for _ in 0..<3 {
+        for _ in 0..<5 {
+            let generation = resets
             try await fill(upTo: positions.upperBound)
-            if let items = try await cache.resultItems(key, collection: query.collection, positions) { return items }
-            try await reset()  // an entity was evicted meanwhile
+            let items = try await cache.resultItems(key, collection: query.collection, positions)
+            // Emptied meanwhile (a resync: the realtime link came up after the index opened) or an entity
+            // evicted: read again from a fresh fill.
+            guard resets == generation else { continue }
+            if let items { return items }
+            try await reset()
         }
-        throw LiveError(code: .cacheFailure, message: "the cache keeps evicting this query's objects; raise cache-max-entities")
+        throw LiveError(
+            code: .cacheFailure,
+            message: "the result index was emptied at every read (resyncs, or the cache evicting its objects: raise cache-max-entities)"
+        )
     }
 
     /// The whole result (this one holds it in memory: that is what it is asked for).
