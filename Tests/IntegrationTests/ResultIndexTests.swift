@@ -12,30 +12,6 @@ import Testing
 /// The engine's windowed reads by index of a query's whole result (`LiveCollectionToken.object(at:)`,
 /// `objects(in:)`, `allObjects()`), read from the cache and kept current by realtime, against the real cloud.
 @Suite(.serialized) struct ResultIndexTests {
-    /// An engine of its own on the cluster's cloud, run for the duration of `body`.
-    static func withEngine(_ cluster: TestCluster, _ body: (LiveClient) async throws -> Void) async throws {
-        var logger = Logger(label: "result-index-test")
-        logger.logLevel = .warning
-        let configuration = LiveSDKConfiguration(
-            cloudURL: cluster.cloudURL,
-            credentials: Credentials(username: TestCluster.username, password: TestCluster.password),
-            stateDirectory: cluster.directory + "/engine"
-        )
-        let engine = try LiveClient(configuration: configuration, logger: logger)
-        let running = Task { await engine.run() }
-        do {
-            try await body(engine)
-        } catch {
-            running.cancel()
-            await running.value
-            await engine.close()
-            throw error
-        }
-        running.cancel()
-        await running.value
-        await engine.close()
-    }
-
     @Test func theWholeResultIsReadByIndexAndKeptCurrent() async throws {
         let cluster = try await TestCluster.start()
         defer { cluster.stop() }
@@ -45,7 +21,7 @@ import Testing
             try await cluster.put("rows", "r\(n)", ["rank": .number(Double(n * 10))], token: token)
         }
         var expected = (0..<250).map { "r\($0)" }
-        try await Self.withEngine(cluster) { engine in
+        try await withEngine(cluster) { engine in
             let rows = engine.collection(CollectionQuery(collection: "rows", sort: QuerySort(field: "rank")), pageSize: 20)
             let observation = await rows.observe { _ in }
             #expect(try await observation.resultCount() == 250)

@@ -16,9 +16,12 @@ extension LiveClient {
 
     // MARK: Observing
 
-    func observeCollection(_ window: CollectionWindow, once: Bool, handler: @escaping SharedCollectionObservation.Handler) async
-        -> LiveCollectionToken
-    {
+    func observeCollection(
+        _ window: CollectionWindow,
+        once: Bool,
+        fields: Set<String>? = nil,
+        handler: @escaping SharedCollectionObservation.Handler
+    ) async -> LiveCollectionToken {
         nextCollectionObserver += 1
         let id = nextCollectionObserver
         let observation = collectionObservation(window, seed: nil)
@@ -29,7 +32,7 @@ extension LiveClient {
         let guarded: SharedCollectionObservation.Handler = { change in
             if liveness.isAlive { handler(change) }
         }
-        observation.add(id, SharedCollectionObservation.Observer(once: once, handler: guarded), previous: nil)
+        observation.add(id, SharedCollectionObservation.Observer(once: once, fields: fields, handler: guarded), previous: nil)
         if isNew {
             let pending = await pendingOverlays(in: window.query.collection)
             let cached: (CacheStore.QueryResult, [Entity])?
@@ -320,8 +323,13 @@ public struct LiveCollection: Sendable {
     /// carries the whole window as insertions; each later one the change since the previous.
     ///
     /// The handler is called serially, on the engine's executor; it must return quickly.
-    public func observe(_ handler: @escaping @Sendable (LiveCollectionChange) -> Void) async -> LiveCollectionToken {
-        await client.observeCollection(window, once: false, handler: handler)
+    ///
+    /// - Parameter fields: only the top-level fields this observer cares about: a change that only modifies
+    ///   other fields of the window's objects is not delivered to it, and its modifications list only the
+    ///   objects where one of these changed (insertions, deletions, moves and statuses always arrive). The
+    ///   filter is this observer's own.
+    public func observe(fields: Set<String>? = nil, _ handler: @escaping @Sendable (LiveCollectionChange) -> Void) async -> LiveCollectionToken {
+        await client.observeCollection(window, once: false, fields: fields, handler: handler)
     }
 
     /// Observes exactly one emission: the cached result if there is one, else the fetch's outcome.

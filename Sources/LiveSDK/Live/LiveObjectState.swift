@@ -281,10 +281,15 @@ public struct ObserveOptions: Sendable, Equatable {
     public var policy: ObservePolicy
     /// Deliver exactly one change (local if cached, else the fetch's outcome), then end.
     public var once: Bool
+    /// Only the top-level fields this observer cares about: a new version that changes none of them (with
+    /// the same statuses) is not delivered to it. The filter is this observer's own; others of the same
+    /// object are not affected. `nil`: every change.
+    public var fields: Set<String>?
 
-    public init(policy: ObservePolicy = .localThenFresh, once: Bool = false) {
+    public init(policy: ObservePolicy = .localThenFresh, once: Bool = false, fields: Set<String>? = nil) {
         self.policy = policy
         self.once = once
+        self.fields = fields
     }
 }
 
@@ -293,11 +298,31 @@ public struct ObserverFilter: Sendable {
     public let options: ObserveOptions
     public private(set) var finished = false
 
+    /// What this observer received last (kept only with a field filter, to compare the fields with).
+    private var lastDelivered: LiveObjectChange?
+
     public init(options: ObserveOptions) { self.options = options }
 
     /// Whether `change` goes to this observer. After a `once` observer's delivery, ``finished`` is true.
     public mutating func admit(_ change: LiveObjectChange) -> Bool {
         guard !finished else { return false }
+        if let fields = options.fields, let last = lastDelivered, Self.sameFields(fields, last, change) { return false }
+        guard admitByPolicy(change) else { return false }
+        if options.fields != nil { lastDelivered = change }
+        return true
+    }
+
+    /// Whether `change` tells an observer of `fields` nothing new over `last`: the same statuses, and the
+    /// object still there with the same values of those fields.
+    private static func sameFields(_ fields: Set<String>, _ last: LiveObjectChange, _ change: LiveObjectChange) -> Bool {
+        guard change.dataStatus == last.dataStatus, change.loadingStatus == last.loadingStatus, change.error == last.error,
+            !change.resync, change.pendingWrites == last.pendingWrites,
+            let old = last.snapshot, let new = change.snapshot, old.deleted == new.deleted
+        else { return false }
+        return fields.allSatisfy { old.data[$0] == new.data[$0] }
+    }
+
+    private mutating func admitByPolicy(_ change: LiveObjectChange) -> Bool {
         // A once-observer's one notification carries data, not a notice that data follows.
         if options.once && change.resync { return false }
         let awaitingFetch = change.loadingStatus == .loading && change.dataStatus != .fresh

@@ -2,6 +2,7 @@
 
 import LiveChangeSet
 import LiveCloudAPI
+import LiveJSON
 import Synchronization
 
 /// One collection window's observation inside the engine, shared by all observers of an equal window: one
@@ -14,6 +15,8 @@ final class SharedCollectionObservation: Sendable {
 
     struct Observer: Sendable {
         let once: Bool
+        /// Only changes of these top-level fields count as modifications for this observer (see ``filtered``).
+        var fields: Set<String>? = nil
         let handler: Handler
     }
 
@@ -77,6 +80,7 @@ final class SharedCollectionObservation: Sendable {
     /// (once-observers only their one final change, after which they are dropped).
     func apply(_ event: (inout LiveCollectionState) -> LiveCollectionChange?) {
         let deliveries = inner.withLock { inner -> [(Handler, LiveCollectionChange)] in
+            let before = inner.state.current
             guard var change = event(&inner.state) else { return [] }
             change.emission = Self.nextEmission()
             var out: [(Handler, LiveCollectionChange)] = []
@@ -88,6 +92,8 @@ final class SharedCollectionObservation: Sendable {
                     var whole = change.relative(to: [])
                     whole.emission = Self.nextEmission()
                     out.append((observer.handler, whole))
+                } else if let fields = observer.fields {
+                    if let filtered = Self.filtered(change, before: before, fields: fields) { out.append((observer.handler, filtered)) }
                 } else {
                     out.append((observer.handler, change))
                 }
@@ -95,5 +101,27 @@ final class SharedCollectionObservation: Sendable {
             return out
         }
         for (handler, change) in deliveries { handler(change) }
+    }
+
+    /// `change` as an observer of `fields` receives it: only the modifications that change one of those
+    /// fields; `nil` (nothing delivered) when that leaves nothing — no insertion, deletion, move, status or
+    /// pending-write change. The window's items are all there either way, and indices stay valid, since a
+    /// skipped change moves nothing.
+    static func filtered(_ change: LiveCollectionChange, before: LiveCollectionChange, fields: Set<String>) -> LiveCollectionChange? {
+        let kept = change.changes.modifications.filter { pair in
+            guard before.items.indices.contains(pair.old), change.items.indices.contains(pair.new) else { return true }
+            let (old, new) = (before.items[pair.old].data, change.items[pair.new].data)
+            return fields.contains { old[$0] != new[$0] }
+        }
+        if kept.count == change.changes.modifications.count { return change }
+        var filtered = change
+        filtered.changes.modifications = kept
+        filtered.emission = nextEmission()  // not the shared change any more
+        let nothingElse =
+            kept.isEmpty && change.changes.insertions.isEmpty && change.changes.deletions.isEmpty && change.changes.moves.isEmpty
+            && !change.resync && change.pendingIDs == before.pendingIDs && change.count == before.count
+            && change.hasNext == before.hasNext && change.hasPrevious == before.hasPrevious && change.dataStatus == before.dataStatus
+            && change.loadingStatus == before.loadingStatus && change.error == before.error
+        return nothingElse ? nil : filtered
     }
 }
