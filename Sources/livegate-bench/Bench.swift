@@ -34,7 +34,7 @@ struct Bench: AsyncParsableCommand {
     @Flag(help: "Only the change-set computation figure (no processes started).") var changeSetsOnly = false
     @Flag(help: "Only the engine (LiveSDK in-process) and cloud write figures.") var engineOnly = false
     @Flag(help: "Skip the engine and cloud write figures.") var skipEngine = false
-    @Option(help: "Items of the query result read by index from the engine's cache (engine figures).") var resultItems = 100_000
+    @Option(help: "Items of the query result read by index from the engine's cache (engine figures; 0 skips it).") var resultItems = 100_000
     @Flag(help: "Only livegate-cloud itself: writes and realtime delivery, on SQLite and (with --postgres) PostgreSQL.") var cloudOnly = false
     @Option(help: "A PostgreSQL database URL for the cloud figures (scripts/bench-cloud starts a private server).") var postgres: String?
 

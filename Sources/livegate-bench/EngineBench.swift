@@ -25,6 +25,7 @@ extension Bench {
     /// page of 100 at a time as far as reads reach, and must not hold it in memory.
     private func measureResultIndex(base: String, directory: String, token: String) async throws {
         let items = resultItems
+        guard items >= 100 else { return }  // `--result-items 0` skips it
         let seeding = DispatchTime.now().uptimeNanoseconds
         try await withThrowingTaskGroup(of: Void.self) { group in
             for worker in 0..<8 {

@@ -28,6 +28,7 @@ import Testing
             try await cluster.put("posts", "p1", ["title": "b", "likes": 3], token: token)  // likes only
             try await cluster.put("posts", "p1", ["likes": 3], token: token)  // the title removed
             try await all.wait(for: "v5") { $0.last?.snapshot?.version == 5 }
+            try await titles.wait(for: "v5 (filtered: the title removed)") { $0.last?.snapshot?.version == 5 }
             let heard = titles.all.filter { $0.dataStatus == .fresh }.compactMap { $0.snapshot?.version }
             #expect(heard == [1, 3, 5], "the title observer hears v1, the title's change and its removal: \(heard)")
             #expect(all.all.compactMap { $0.snapshot?.version }.filter { $0 > 1 } == [2, 3, 4, 5], "the other observer hears all")
@@ -56,6 +57,7 @@ import Testing
             try await cluster.put("posts", "a", ["rank": 1, "title": "A", "likes": 0], token: token)  // a title
             try await cluster.put("posts", "c", ["rank": 3, "title": "c", "likes": 0], token: token)  // an insertion
             try await all.wait(for: "c") { $0.last?.items.map(\.id) == ["a", "b", "c"] }
+            try await titles.wait(for: "c (filtered)") { $0.last?.items.map(\.id) == ["a", "b", "c"] }
             let heard = Array(titles.all[before...])
             #expect(heard.count == 2, "the likes change is not heard: \(heard.map(\.changes))")
             #expect(heard.first?.changes.modifications.map { [$0.old, $0.new] } == [[0, 0]], "a's title")

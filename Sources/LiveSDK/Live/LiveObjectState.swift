@@ -295,20 +295,35 @@ public struct ObserveOptions: Sendable, Equatable {
 
 /// Decides, per observer, which of the shared observation's changes it receives. Pure.
 public struct ObserverFilter: Sendable {
-    public let options: ObserveOptions
+    public let policy: ObservePolicy
+    public let once: Bool
     public private(set) var finished = false
 
-    /// What this observer received last (kept only with a field filter, to compare the fields with).
-    private var lastDelivered: LiveObjectChange?
+    /// The field filter, and what the observer received last to compare with. Boxed, so that observers
+    /// without one (nearly all) pay a pointer for it, not the size of a change (~440 bytes per token).
+    private indirect enum FieldFilter: Sendable {
+        case none
+        case watching(Set<String>)
+        case delivered(Set<String>, LiveObjectChange)
+    }
 
-    public init(options: ObserveOptions) { self.options = options }
+    private var fieldFilter: FieldFilter
+
+    public init(options: ObserveOptions) {
+        policy = options.policy
+        once = options.once
+        fieldFilter = options.fields.map { .watching($0) } ?? .none
+    }
 
     /// Whether `change` goes to this observer. After a `once` observer's delivery, ``finished`` is true.
     public mutating func admit(_ change: LiveObjectChange) -> Bool {
         guard !finished else { return false }
-        if let fields = options.fields, let last = lastDelivered, Self.sameFields(fields, last, change) { return false }
+        if case .delivered(let fields, let last) = fieldFilter, Self.sameFields(fields, last, change) { return false }
         guard admitByPolicy(change) else { return false }
-        if options.fields != nil { lastDelivered = change }
+        switch fieldFilter {
+        case .none: break
+        case .watching(let fields), .delivered(let fields, _): fieldFilter = .delivered(fields, change)
+        }
         return true
     }
 
@@ -324,15 +339,15 @@ public struct ObserverFilter: Sendable {
 
     private mutating func admitByPolicy(_ change: LiveObjectChange) -> Bool {
         // A once-observer's one notification carries data, not a notice that data follows.
-        if options.once && change.resync { return false }
+        if once && change.resync { return false }
         let awaitingFetch = change.loadingStatus == .loading && change.dataStatus != .fresh
-        switch options.policy {
+        switch policy {
         case .localThenFresh:
-            if options.once && change.dataStatus == .notExist && change.loadingStatus == .loading { return false }
+            if once && change.dataStatus == .notExist && change.loadingStatus == .loading { return false }
         case .freshOnly:
             if change.dataStatus == .local || awaitingFetch { return false }
         }
-        if options.once { finished = true }
+        if once { finished = true }
         return true
     }
 }
