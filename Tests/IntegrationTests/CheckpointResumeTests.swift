@@ -66,4 +66,45 @@ import Testing
         #expect(seen.last?.snapshot?.data == ["v": 2])
         #expect(try await cluster.stats().fetches["notes/r2"] == 2, "the log no longer reached back: fetched again")
     }
+
+    /// How many times the cloud answered a query of `collection`.
+    func queryFetches(_ cluster: TestCluster, _ collection: String) async throws -> Int {
+        try await cluster.stats().fetches.filter { $0.key.hasPrefix("query:") && $0.key.contains(#""collection":"\#(collection)""#) }
+            .values.reduce(0, +)
+    }
+
+    @Test func aRestartedDaemonResumesAQueryWindowFromItsStoredResultWithoutFetching() async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        let token = try await cluster.login()
+        for (id, rank) in [("a", 10), ("b", 20), ("c", 30)] {
+            try await cluster.put("chat", id, ["room": "r", "rank": .number(Double(rank))], token: token)
+        }
+        let query = QueryParams(where: ["room": "r"], sort: SortParams(field: "rank"))
+        try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "checkpoint") { daemon in
+            let updates = Queue(try await daemon.observeCollection(collection: "chat", query: query).updates)
+            _ = try await elements(updates, until: "the fresh window") { $0.change.dataStatus == .fresh && $0.change.loadingStatus == .loaded }
+        }
+        #expect(try await queryFetches(cluster, "chat") == 1)
+        #expect(cluster.stopDaemon() == 0)
+        // While the daemon is away: b moves past c, c leaves (deleted), d arrives, a is modified.
+        try await cluster.put("chat", "b", ["room": "r", "rank": 40], token: token)
+        _ = try await cluster.delete("chat", "c")
+        try await cluster.put("chat", "d", ["room": "r", "rank": 25], token: token)
+        try await cluster.put("chat", "a", ["room": "r", "rank": 10, "edited": true], token: token)
+        try await cluster.startDaemon()
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+
+        let seen = try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "checkpoint") { daemon in
+            let updates = Queue(try await daemon.observeCollection(collection: "chat", query: query).updates)
+            return try await elements(updates, until: "the fresh window") { $0.change.dataStatus == .fresh && $0.change.loadingStatus == .loaded }
+        }
+        #expect(seen.first?.change.dataStatus == .local && seen.first?.items.map(\.id) == ["a", "b", "c"], "the stored window first")
+        #expect(seen.last?.items.map(\.id) == ["a", "d", "b"], "then what the replay made of it: \(seen.map { $0.items.map(\.id) })")
+        #expect(seen.last?.items.first?.data["edited"] == true)
+        #expect(seen.count == 2, "local, then fresh once, as after a fetch: \(seen.map(\.change.loadingStatus))")
+        #expect(!seen.contains { $0.change.resync == true })
+        #expect(try await queryFetches(cluster, "chat") == 1, "resumed from the stored result, not fetched again")
+    }
 }

@@ -69,6 +69,10 @@ final class CacheStore: Sendable {
             try db.alter(table: "outbox") { table in table.add(column: "writeId", .text) }
         }
         migrator.registerMigration("v6-result-index", migrate: createResultIndexTables)
+        migrator.registerMigration("v7-query-result-seq") { db in
+            // The collection topic's sequence number the stored result is as of: a restart resumes from it.
+            try db.alter(table: "queryResult") { table in table.add(column: "seq", .integer) }
+        }
         return migrator
     }
 
@@ -78,6 +82,9 @@ final class CacheStore: Sendable {
         var hasNext: Bool
         var hasPrevious: Bool
         var count: Int
+        /// The collection topic's sequence number the result is as of (every event up to it is in it), when
+        /// known: a later run resumes the topic from there and replays the rest instead of fetching.
+        var seq: Int64? = nil
     }
 
     /// The cached result of a window, with its entities in order (ids whose entity is no longer cached, or is
@@ -96,7 +103,8 @@ final class CacheStore: Sendable {
                         entities.append(entity)
                     }
                 }
-                return (QueryResult(ids: ids, hasNext: row["hasNext"], hasPrevious: row["hasPrevious"], count: row["count"]), entities)
+                let result = QueryResult(ids: ids, hasNext: row["hasNext"], hasPrevious: row["hasPrevious"], count: row["count"], seq: row["seq"])
+                return (result, entities)
             }
         } catch {
             throw LiveError(code: .cacheFailure, message: "reading a query result from the cache at \(path) failed: \(error)")
@@ -111,8 +119,8 @@ final class CacheStore: Sendable {
             try await pool.write { db in
                 for entity in entities { _ = try Self.upsert(entity, in: db) }
                 try db.execute(
-                    sql: "INSERT OR REPLACE INTO queryResult (window, ids, hasNext, hasPrevious, count) VALUES (?, ?, ?, ?, ?)",
-                    arguments: [window, ids, result.hasNext, result.hasPrevious, result.count]
+                    sql: "INSERT OR REPLACE INTO queryResult (window, ids, hasNext, hasPrevious, count, seq) VALUES (?, ?, ?, ?, ?, ?)",
+                    arguments: [window, ids, result.hasNext, result.hasPrevious, result.count, result.seq]
                 )
             }
         } catch {

@@ -43,6 +43,10 @@ extension LiveClient {
                 cached = nil
             }
             if !observation.hasStarted {
+                // Only a window that held the whole result resumes: the replay then makes it exactly what a
+                // fetch would. A partial one is fetched, since a deletion inside it should pull in an object
+                // from beyond its edge, which no replay carries.
+                if let stored = cached?.0, let seq = stored.seq, !stored.hasNext, !stored.hasPrevious { collectionResumeFrom[window] = seq }
                 observation.apply { state in
                     for write in pending { _ = state.pendingChanged(write.id, write.overlay) }
                     return state.started(
@@ -126,10 +130,73 @@ extension LiveClient {
     // MARK: Fetching and realtime
 
     /// Subscribes the collection's topic, then fetches the window (in that order, so no change falls between).
+    /// When the window started from a stored result that holds the whole result and knows its topic's
+    /// sequence number (a previous run stored it), the subscription resumes from there instead: the cloud
+    /// replays what was missed onto the stored window, and no fetch is needed.
     func activateCollection(_ window: CollectionWindow) async {
-        guard collectionObservations[window] != nil else { return }
-        await realtime.acquire(.collection(window.query.collection))
-        await refreshCollection(window)
+        guard let observation = collectionObservations[window] else { return }
+        let since = collectionResumeFrom.removeValue(forKey: window)
+        if since != nil {
+            collectionsCatchingUp.insert(window)
+            observation.apply { state in
+                state.resumeStarted()
+                return nil
+            }
+        }
+        switch await realtime.acquire(.collection(window.query.collection), since: since) {
+        case .resumed:
+            return  // caughtUp follows the replay
+        case .subscribed, .refused:
+            if collectionsCatchingUp.remove(window) != nil {
+                observation.apply { state in
+                    state.resumeAbandoned()
+                    return nil
+                }
+            }
+            await refreshCollection(window)
+        }
+    }
+
+    /// The collection's topic replayed every event since the resumption: its resuming windows are fresh,
+    /// and stored with the topic's sequence number now.
+    func collectionsCaughtUp(_ collection: String) async {
+        let windows = collectionsCatchingUp.filter { $0.query.collection == collection }
+        for window in windows {
+            collectionsCatchingUp.remove(window)
+            guard let observation = collectionObservations[window] else { continue }
+            observation.apply { $0.caughtUp() }
+            await storeWindow(window, observation)
+        }
+    }
+
+    /// Stores every window's confirmed state with its topic's sequence number (when the engine stops), so the
+    /// next run resumes each from there.
+    func storeCollectionWindows() async {
+        for (window, observation) in collectionObservations where !collectionsCatchingUp.contains(window) {
+            await storeWindow(window, observation)
+        }
+    }
+
+    private func storeWindow(_ window: CollectionWindow, _ observation: SharedCollectionObservation) async {
+        // Only a window the cloud confirmed and that is not being fetched again (after a resync the topic's
+        // number is already the new subscription's, ahead of the window): stored otherwise, a restart would
+        // resume past changes the window never had.
+        let confirmed = observation.confirmed
+        guard confirmed.dataStatus == .fresh, confirmed.loadingStatus == .loaded, !collectionFetching.contains(window),
+            let seq = await realtime.lastSeq(of: .collection(window.query.collection))
+        else { return }
+        let result = CacheStore.QueryResult(
+            ids: confirmed.items.map(\.id),
+            hasNext: confirmed.hasNext,
+            hasPrevious: confirmed.hasPrevious,
+            count: confirmed.count,
+            seq: seq
+        )
+        do {
+            try await cache.storeQueryResult(window.cacheKey, result, entities: confirmed.items)
+        } catch {
+            logger.error("cache write failed", metadata: ["query": "\(window.query.canonicalText)", "error": "\(error)"])
+        }
     }
 
     /// Subscribes the collection's topic, then fetches one page beyond the window's seeded items (towards the
@@ -188,13 +255,17 @@ extension LiveClient {
             collectionRefetchWanted.remove(window)
             changesDuringCollectionFetch[window] = []
             observation.apply { $0.fetchStarted() }
+            // The topic is subscribed: every event after this number reaches the window, during the fetch
+            // too, so the stored result is as of it (a replay from it later re-applies some, harmlessly).
+            let seq = await realtime.lastSeq(of: .collection(window.query.collection))
             do {
                 let result = try await fetchWindow(window)
                 let cached = CacheStore.QueryResult(
                     ids: result.items.map(\.id),
                     hasNext: result.hasNext,
                     hasPrevious: result.hasPrevious,
-                    count: result.count
+                    count: result.count,
+                    seq: seq
                 )
                 do {
                     try await cache.storeQueryResult(window.cacheKey, cached, entities: result.items)
@@ -271,7 +342,9 @@ extension LiveClient {
 
     func releaseCollectionIfUnobserved(_ window: CollectionWindow) async {
         guard let observation = collectionObservations[window], observation.isUnobserved else { return }
+        if !collectionsCatchingUp.contains(window) { await storeWindow(window, observation) }
         collectionObservations[window] = nil
+        collectionsCatchingUp.remove(window)
         await realtime.release(.collection(window.query.collection))
         // The query's result index goes with its last window.
         if !collectionObservations.keys.contains(where: { $0.query == window.query }), let index = resultIndexes.removeValue(forKey: window.query) {

@@ -69,6 +69,10 @@ public actor LiveClient {
     /// so a fetch that read older data never wins over a newer event.
     var changesDuringCollectionFetch: [CollectionWindow: [Entity]] = [:]
     var nextCollectionObserver = 0
+    /// Windows started from a stored result that knows its topic's sequence number: where to resume from.
+    var collectionResumeFrom: [CollectionWindow: Int64] = [:]
+    /// Windows whose topic resumed and replays: caught up when the cloud says so.
+    var collectionsCatchingUp: Set<CollectionWindow> = []
     /// Open result indexes (windowed reads by index from the cache), by query.
     var resultIndexes: [CollectionQuery: ResultIndex] = [:]
     // Streams (see LiveClient+Streams.swift).
@@ -358,6 +362,7 @@ public actor LiveClient {
             }
             await applyRemoteChange(entity, seq: seq, topic: topic)
         case .caughtUp(let topic):
+            if case .collection(let collection) = topic { await collectionsCaughtUp(collection) }
             guard case .object(let key) = topic, awaitingCatchUp.remove(key) != nil else { return }
             observations[key]?.apply { $0.caughtUp() }
         }
@@ -394,6 +399,7 @@ public actor LiveClient {
 
     /// Writes the checkpoints that were not due yet.
     func flushCheckpoints() async {
+        await storeCollectionWindows()
         let unwritten = checkpointsUnwritten
         checkpointsUnwritten.removeAll()
         for (topic, seq) in unwritten {

@@ -110,6 +110,11 @@ public struct LiveCollectionState: Sendable {
     private var confirmed: LiveCollectionChange
     /// Writes of this host not yet confirmed, by object id: the object as they make it (`nil`: deleted).
     private var pending: [String: Entity?] = [:]
+    /// Resuming from a stored result: the replayed changes apply silently until ``caughtUp()``.
+    private var catchingUp = false
+
+    /// The window as the cloud confirmed it (no pending writes over it): what the cache stores.
+    public var confirmedWindow: LiveCollectionChange { confirmed }
 
     public init(window: CollectionWindow) {
         self.window = window
@@ -206,6 +211,27 @@ public struct LiveCollectionState: Sendable {
         return emit(next, force: true)
     }
 
+    /// The collection's topic is resuming from the stored result's sequence number: the replayed changes
+    /// apply to the window without an emission, and ``caughtUp()`` emits the outcome once, in a fetch's place.
+    public mutating func resumeStarted() {
+        catchingUp = true
+    }
+
+    /// The replay is over: the window is as fresh as a fetch would make it.
+    public mutating func caughtUp() -> LiveCollectionChange? {
+        catchingUp = false
+        var next = confirmed
+        next.dataStatus = .fresh
+        next.loadingStatus = .loaded
+        next.error = nil
+        return emit(next)
+    }
+
+    /// The resumption did not happen (the cloud could not replay): a fetch follows, as without a stored result.
+    public mutating func resumeAbandoned() {
+        catchingUp = false
+    }
+
     public mutating func fetchStarted() -> LiveCollectionChange? {
         var next = confirmed
         next.loadingStatus = .loading
@@ -262,6 +288,11 @@ public struct LiveCollectionState: Sendable {
             next.count -= 1
         } else if oldIndex == nil && matches && entity.version == 1 {
             next.count += 1
+        }
+        if catchingUp {
+            confirmed = next
+            confirmed.changes = ChangeSet()
+            return nil
         }
         return emit(next)
     }

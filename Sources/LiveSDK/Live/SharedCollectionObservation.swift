@@ -74,6 +74,7 @@ final class SharedCollectionObservation: Sendable {
 
     var isUnobserved: Bool { inner.withLock { $0.observers.isEmpty } }
     var current: LiveCollectionChange { inner.withLock { $0.state.current } }
+    var confirmed: LiveCollectionChange { inner.withLock { $0.state.confirmedWindow } }
     var hasStarted: Bool { inner.withLock { $0.state.hasStarted } }
 
     /// Applies an event to the state machine and delivers the resulting change, if any, to every observer
