@@ -42,6 +42,21 @@ import Testing
         #expect(outbox.take().buffers.map { String(buffer: $0) } == ["t1:", "v4\n"])
     }
 
+    @Test func notificationsQueuedBeforeFallingBehindCoalesceToo() {
+        // The index by token is built only once the client is behind, from what is queued then.
+        let outbox = ConnectionOutbox(maxQueuedBytes: 1 << 20, maxStall: .seconds(30))
+        outbox.offer(token: 1, prefix: buffer("t1:"), body: buffer("v1\n"))
+        outbox.append(token: 2, prefix: buffer("s2:"), body: buffer("m1\n"))  // a stream message: never replaced
+        outbox.offer(token: 3, prefix: buffer("t3:"), body: buffer("v1\n"))
+        outbox.writerBlocked()
+        outbox.offer(token: 1, prefix: buffer("t1:"), body: buffer("v2\n"))
+        outbox.append(token: 2, prefix: buffer("s2:"), body: buffer("m2\n"))
+        #expect(
+            outbox.take().buffers.map { String(buffer: $0) } == ["t1:", "v2\n", "s2:", "m1\n", "t3:", "v1\n", "s2:", "m2\n"]
+        )
+        #expect(outbox.coalescedCount == 1)
+    }
+
     @Test func aChangeThatReplacesAnUnsentOneIsSentAsFullState() {
         let outbox = ConnectionOutbox(maxQueuedBytes: 1 << 20, maxStall: .seconds(30))
         let full: ConnectionOutbox.FullState = { ByteBuffer(string: "full\n") }

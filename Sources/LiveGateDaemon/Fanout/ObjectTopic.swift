@@ -151,18 +151,18 @@ final class ObjectTopic: Sendable {
         }
         let finished = state.withLock { state -> [@Sendable () -> Void] in
             state.last = (change, body)
-            var finished: [@Sendable () -> Void] = []
-            for (id, var subscriber) in state.subscribers {
-                guard subscriber.admits(change) else { continue }
+            var finishedIDs: [Int] = []
+            // In place, by index: iterating `(id, var subscriber)` and writing each back copied every
+            // subscriber (four reference counts each) and, mutating the table it iterated, the whole table.
+            var index = state.subscribers.values.startIndex
+            while index != state.subscribers.values.endIndex {
+                defer { index = state.subscribers.values.index(after: index) }
+                guard state.subscribers.values[index].admits(change) else { continue }
+                let subscriber = state.subscribers.values[index]
                 subscriber.outbox.offer(token: subscriber.token, prefix: subscriber.prefix, body: body)
-                if subscriber.filter.finished {
-                    state.subscribers[id] = nil
-                    finished.append(subscriber.onFinished)
-                } else {
-                    state.subscribers[id] = subscriber
-                }
+                if subscriber.filter.finished { finishedIDs.append(state.subscribers.keys[index]) }
             }
-            return finished
+            return finishedIDs.compactMap { state.subscribers.removeValue(forKey: $0)?.onFinished }
         }
         for callback in finished { callback() }
     }

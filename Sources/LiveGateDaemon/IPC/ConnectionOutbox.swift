@@ -31,12 +31,15 @@ final class ConnectionOutbox: Sendable {
 
     private enum Item {
         case frame(ByteBuffer)
+        /// May be replaced by a newer one for the same token.
         case notification(token: Int64, prefix: ByteBuffer, body: ByteBuffer, fullState: FullState?)
+        /// Never replaced (a stream message).
+        case message(prefix: ByteBuffer, body: ByteBuffer)
 
         var byteCount: Int {
             switch self {
             case .frame(let buffer): buffer.readableBytes
-            case .notification(_, let prefix, let body, _): prefix.readableBytes + body.readableBytes
+            case .notification(_, let prefix, let body, _), .message(let prefix, let body): prefix.readableBytes + body.readableBytes
             }
         }
     }
@@ -44,6 +47,8 @@ final class ConnectionOutbox: Sendable {
     private struct State {
         var items: [Item] = []
         var indexByToken: [Int64: Int] = [:]
+        /// Whether `indexByToken` covers `items` (see ``push(_:token:)``).
+        var indexed = false
         var queuedBytes = 0
         var closure = Closure.open
         /// Set when the wake-up was called and the writer has not taken the queue since.
@@ -105,7 +110,7 @@ final class ConnectionOutbox: Sendable {
     /// Queues a notification for `token` that is never coalesced (a stream message: each one is news, none
     /// replaces another). A client too slow for them is cut off like any other.
     func append(token: Int64, prefix: ByteBuffer, body: ByteBuffer) {
-        push(.notification(token: token, prefix: prefix, body: body, fullState: nil), token: nil)
+        push(.message(prefix: prefix, body: body), token: nil)
     }
 
     /// Stops accepting; queued items (and `final`, if given) are still written, then the writer ends.
@@ -132,13 +137,14 @@ final class ConnectionOutbox: Sendable {
             for item in state.items {
                 switch item {
                 case .frame(let buffer): buffers.append(buffer)
-                case .notification(_, let prefix, let body, _):
+                case .notification(_, let prefix, let body, _), .message(let prefix, let body):
                     buffers.append(prefix)
                     buffers.append(body)
                 }
             }
             state.items.removeAll(keepingCapacity: true)
             state.indexByToken.removeAll(keepingCapacity: true)
+            state.indexed = false
             state.queuedBytes = 0
             return (buffers, state.closure == .draining)
         }
@@ -167,6 +173,9 @@ final class ConnectionOutbox: Sendable {
         let wake = state.withLock { state -> Bool in
             guard state.closure == .open else { return false }
             let behind = state.blockedSince != nil || state.queuedBytes > maxQueuedBytes / 2
+            // The index by token is only needed to coalesce, which only happens once the client is behind:
+            // built then (from what is queued), not kept up for every notification of a client that keeps up.
+            if behind && !state.indexed { Self.index(&state) }
             if let token, behind, let index = state.indexByToken[token] {
                 var item = item
                 if case .notification(_, let prefix, _, let fullState?) = item, let full = fullState() {
@@ -176,7 +185,7 @@ final class ConnectionOutbox: Sendable {
                 state.items[index] = item
                 state.coalesced += 1
             } else {
-                if let token { state.indexByToken[token] = state.items.count }
+                if let token, state.indexed { state.indexByToken[token] = state.items.count }
                 state.items.append(item)
                 state.queuedBytes += item.byteCount
             }
@@ -189,6 +198,14 @@ final class ConnectionOutbox: Sendable {
         }
         if wake { wakeup.withLock { $0 }?.run() }
         if cutOffNow, let handler = cutOffHandler.withLock({ $0 }) { handler.run() }
+    }
+
+    /// Indexes the queued notifications that may be coalesced, by token (the latest for each).
+    private static func index(_ state: inout State) {
+        for (position, item) in state.items.enumerated() {
+            if case .notification(let token, _, _, _) = item { state.indexByToken[token] = position }
+        }
+        state.indexed = true
     }
 
     private static func needsWakeup(_ state: inout State) -> Bool {
@@ -204,6 +221,7 @@ final class ConnectionOutbox: Sendable {
             : "this client fell behind by more than \(limit) bytes of notifications; reconnect and re-observe"
         state.items.removeAll()
         state.indexByToken.removeAll()
+        state.indexed = false
         state.queuedBytes = 0
         state.cutOff = true
         state.closure = .draining

@@ -21,6 +21,19 @@ final class OutboxWriter: ChannelInboundHandler, Sendable {
     }
 
     private let state = Mutex(State())
+    /// This handler's place in the pipeline: writes start here, next to the head, rather than at the tail
+    /// (through the async channel's handlers, each a hop that retains and releases the buffer — with one
+    /// body shared by every connection, those atomic reference counts were half the daemon's time at 1,000
+    /// subscribers).
+    private let context = Mutex<NIOLoopBound<ChannelHandlerContext>?>(nil)
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context.withLock { $0 = NIOLoopBound(context, eventLoop: context.eventLoop) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context.withLock { $0 = nil }
+    }
 
     /// Starts writing `outbox` to `channel`. The future completes once the outbox was closed and everything
     /// in it written (the channel is then closed), or the channel closed first.
@@ -47,7 +60,11 @@ final class OutboxWriter: ChannelInboundHandler, Sendable {
         }
         outbox.writerUnblocked()
         let (buffers, finished) = outbox.take()
-        for buffer in buffers { channel.write(buffer, promise: nil) }
+        if let context = context.withLock({ $0 })?.value {
+            for buffer in buffers { context.write(NIOAny(buffer), promise: nil) }
+        } else {
+            for buffer in buffers { channel.write(buffer, promise: nil) }
+        }
         if finished {
             let flushed = channel.eventLoop.makePromise(of: Void.self)
             channel.writeAndFlush(ByteBuffer(), promise: flushed)
