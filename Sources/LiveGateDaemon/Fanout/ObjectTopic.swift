@@ -24,57 +24,28 @@ final class ObjectTopic: Sendable {
         /// Called when a once-token has fired, so its connection forgets it.
         let onFinished: @Sendable () -> Void
 
-        /// The token's field filter, if it has one (boxed: most tokens have none, and a subscriber is stored
-        /// inline in its topic's table, so the filter's last change would cost every token ~150 bytes).
-        let fieldFilter: FieldFilter?
-
+        /// - Parameter fields: the token hears only of changes to these top-level fields (the engine's
+        ///   ``ObserverFilter``, its own: boxed, so tokens without one pay a pointer).
         init(
             outbox: ConnectionOutbox,
             token: Int64,
             prefix: ByteBuffer,
-            filter: ObserverFilter,
+            options: ObserveOptions,
             sinceVersion: Int64?,
-            onFinished: @escaping @Sendable () -> Void,
-            fields: Set<String>? = nil
+            onFinished: @escaping @Sendable () -> Void
         ) {
             self.outbox = outbox
             self.token = token
             self.prefix = prefix
-            self.filter = filter
+            self.filter = ObserverFilter(options: options)
             self.sinceVersion = sinceVersion
             self.onFinished = onFinished
-            self.fieldFilter = fields.map(FieldFilter.init)
         }
 
         /// Whether the token receives `change`.
         mutating func admits(_ change: LiveObjectChange) -> Bool {
             if let sinceVersion, !change.resync, let version = change.snapshot?.version, version <= sinceVersion { return false }
-            if let fieldFilter, fieldFilter.changesNothing(change) { return false }
-            guard filter.admit(change) else { return false }
-            fieldFilter?.lastSent = change
-            return true
-        }
-    }
-
-    /// The top-level fields a token cares about: a new version that changes none of them (with the same
-    /// statuses) is not sent to it. Its own, not shared with the object's other tokens.
-    final class FieldFilter: Sendable {
-        let fields: Set<String>
-        /// What the token was last sent. (Used under its topic's lock already; its own lock costs nothing
-        /// uncontended and keeps the class plainly `Sendable`.)
-        private let last = Mutex<LiveObjectChange?>(nil)
-
-        init(_ fields: Set<String>) { self.fields = fields }
-
-        var lastSent: LiveObjectChange? {
-            get { last.withLock { $0 } }
-            set { last.withLock { $0 = newValue } }
-        }
-
-        func changesNothing(_ change: LiveObjectChange) -> Bool {
-            guard let last = lastSent, let new = change.snapshot, let old = last.snapshot, !change.resync else { return false }
-            return change.dataStatus == last.dataStatus && change.loadingStatus == last.loadingStatus
-                && fields.allSatisfy { new.data[$0] == old.data[$0] }
+            return filter.admit(change)
         }
     }
 
@@ -158,9 +129,13 @@ final class ObjectTopic: Sendable {
             while index != state.subscribers.values.endIndex {
                 defer { index = state.subscribers.values.index(after: index) }
                 guard state.subscribers.values[index].admits(change) else { continue }
-                let subscriber = state.subscribers.values[index]
-                subscriber.outbox.offer(token: subscriber.token, prefix: subscriber.prefix, body: body)
-                if subscriber.filter.finished { finishedIDs.append(state.subscribers.keys[index]) }
+                // Fields read in place (a `let` copy of the subscriber would count its references again).
+                state.subscribers.values[index].outbox.offer(
+                    token: state.subscribers.values[index].token,
+                    prefix: state.subscribers.values[index].prefix,
+                    body: body
+                )
+                if state.subscribers.values[index].filter.finished { finishedIDs.append(state.subscribers.keys[index]) }
             }
             return finishedIDs.compactMap { state.subscribers.removeValue(forKey: $0)?.onFinished }
         }

@@ -35,14 +35,15 @@ final class ObjectTopicHub: Sendable {
         token: Int64,
         onFinished: @escaping @Sendable () -> Void
     ) async -> Subscription {
+        var tokenOptions = options
+        tokenOptions.fields = fields
         let subscriber = ObjectTopic.Subscriber(
             outbox: outbox,
             token: token,
             prefix: NotificationFrame.prefix(method: NotificationMethod.objectChanged, token: token),
-            filter: ObserverFilter(options: options),
+            options: tokenOptions,
             sinceVersion: sinceVersion,
-            onFinished: onFinished,
-            fields: fields
+            onFinished: onFinished
         )
         while true {
             let (topic, isNew) = topics.withLock { topics -> (ObjectTopic, Bool) in

@@ -185,15 +185,21 @@ extension LiveClient {
         guard confirmed.dataStatus == .fresh, confirmed.loadingStatus == .loaded, !collectionFetching.contains(window),
             let seq = await realtime.lastSeq(of: .collection(window.query.collection))
         else { return }
-        let result = CacheStore.QueryResult(
-            ids: confirmed.items.map(\.id),
+        await storeResult(
+            window,
+            items: confirmed.items,
+            count: confirmed.count,
             hasNext: confirmed.hasNext,
             hasPrevious: confirmed.hasPrevious,
-            count: confirmed.count,
             seq: seq
         )
+    }
+
+    /// Stores a window's result (its ids and entities) as of the collection topic's `seq`; a failure is logged.
+    private func storeResult(_ window: CollectionWindow, items: [Entity], count: Int, hasNext: Bool, hasPrevious: Bool, seq: Int64?) async {
+        let result = CacheStore.QueryResult(ids: items.map(\.id), hasNext: hasNext, hasPrevious: hasPrevious, count: count, seq: seq)
         do {
-            try await cache.storeQueryResult(window.cacheKey, result, entities: confirmed.items)
+            try await cache.storeQueryResult(window.cacheKey, result, entities: items)
         } catch {
             logger.error("cache write failed", metadata: ["query": "\(window.query.canonicalText)", "error": "\(error)"])
         }
@@ -260,18 +266,14 @@ extension LiveClient {
             let seq = await realtime.lastSeq(of: .collection(window.query.collection))
             do {
                 let result = try await fetchWindow(window)
-                let cached = CacheStore.QueryResult(
-                    ids: result.items.map(\.id),
+                await storeResult(
+                    window,
+                    items: result.items,
+                    count: result.count,
                     hasNext: result.hasNext,
                     hasPrevious: result.hasPrevious,
-                    count: result.count,
                     seq: seq
                 )
-                do {
-                    try await cache.storeQueryResult(window.cacheKey, cached, entities: result.items)
-                } catch {
-                    logger.error("cache write failed", metadata: ["query": "\(window.query.canonicalText)", "error": "\(error)"])
-                }
                 fetched(window, observation, items: result.items, count: result.count, hasNext: result.hasNext, hasPrevious: result.hasPrevious)
                 await cacheStored(result.items.count)
                 failures = 0

@@ -83,6 +83,12 @@ public struct LiveCollectionChange: Sendable, Equatable {
         self.emission = emission
     }
 
+    /// Whether the statuses, the count and the paging flags are those of `other` (items and changes aside).
+    func hasSameStatuses(as other: LiveCollectionChange) -> Bool {
+        dataStatus == other.dataStatus && loadingStatus == other.loadingStatus && error == other.error && count == other.count
+            && hasNext == other.hasNext && hasPrevious == other.hasPrevious
+    }
+
     /// The change from `old` to `self`, as an observer that saw `old` must receive it.
     func relative(to old: [Entity]) -> LiveCollectionChange {
         var change = self
@@ -184,10 +190,9 @@ public struct LiveCollectionState: Sendable {
             }
         }
         next.changes = Self.changes(from: current.items, to: next.items)
-        let statusesChanged =
-            next.dataStatus != current.dataStatus || next.loadingStatus != current.loadingStatus || next.error != current.error
-            || next.count != current.count || next.hasNext != current.hasNext || next.hasPrevious != current.hasPrevious
-        guard force || statusesChanged || !next.changes.isEmpty || next.resync || next.pendingIDs != current.pendingIDs else { return nil }
+        guard force || !next.hasSameStatuses(as: current) || !next.changes.isEmpty || next.resync || next.pendingIDs != current.pendingIDs else {
+            return nil
+        }
         current = next
         let emitted = current
         current.resync = false

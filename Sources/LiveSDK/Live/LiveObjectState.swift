@@ -328,11 +328,10 @@ public struct ObserverFilter: Sendable {
     }
 
     /// Whether `change` tells an observer of `fields` nothing new over `last`: the same statuses, and the
-    /// object still there with the same values of those fields.
+    /// object still there with the same values of those fields. (A deletion has no snapshot: always news.)
     private static func sameFields(_ fields: Set<String>, _ last: LiveObjectChange, _ change: LiveObjectChange) -> Bool {
-        guard change.dataStatus == last.dataStatus, change.loadingStatus == last.loadingStatus, change.error == last.error,
-            !change.resync, change.pendingWrites == last.pendingWrites,
-            let old = last.snapshot, let new = change.snapshot, old.deleted == new.deleted
+        guard !change.resync, change.dataStatus == last.dataStatus, change.loadingStatus == last.loadingStatus,
+            let old = last.snapshot, let new = change.snapshot
         else { return false }
         return fields.allSatisfy { old.data[$0] == new.data[$0] }
     }

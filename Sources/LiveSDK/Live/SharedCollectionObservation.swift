@@ -120,9 +120,7 @@ final class SharedCollectionObservation: Sendable {
         filtered.emission = nextEmission()  // not the shared change any more
         let nothingElse =
             kept.isEmpty && change.changes.insertions.isEmpty && change.changes.deletions.isEmpty && change.changes.moves.isEmpty
-            && !change.resync && change.pendingIDs == before.pendingIDs && change.count == before.count
-            && change.hasNext == before.hasNext && change.hasPrevious == before.hasPrevious && change.dataStatus == before.dataStatus
-            && change.loadingStatus == before.loadingStatus && change.error == before.error
+            && !change.resync && change.pendingIDs == before.pendingIDs && change.hasSameStatuses(as: before)
         return nothingElse ? nil : filtered
     }
 }
