@@ -175,7 +175,10 @@ let package = Package(
         .testTarget(name: "LiveSDKTests", dependencies: ["LiveSDK", "LiveCloudAPI", "LiveChangeSet", "LiveJSON"], swiftSettings: swiftSettings),
         .testTarget(
             name: "LiveGateDaemonTests",
-            dependencies: ["LiveGateDaemon", "LiveGateProtocol", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: [
+                "LiveGateDaemon", "LiveGateProtocol", "LiveSDK", "LiveCloudAPI", "LiveJSON",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

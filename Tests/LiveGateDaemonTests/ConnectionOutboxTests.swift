@@ -8,21 +8,21 @@ import Testing
 
 @Suite struct ConnectionOutboxTests {
     func buffer(_ text: String) -> ByteBuffer { ByteBuffer(string: text) }
+    func text(_ chunks: [ByteBuffer]) -> String { chunks.map { String(buffer: $0) }.joined() }
 
     @Test func responsesAndNotificationsKeepTheirOrder() {
         let outbox = ConnectionOutbox(maxQueuedBytes: 1 << 20, maxStall: .seconds(30))
         outbox.enqueue(buffer("r1\n"))
         outbox.offer(token: 1, prefix: buffer("p1:"), body: buffer("b1\n"))
         outbox.enqueue(buffer("r2\n"))
-        let batch = outbox.take().buffers
-        #expect(batch.map { String(buffer: $0) } == ["r1\n", "p1:", "b1\n", "r2\n"])
+        #expect(text(outbox.take().chunks) == "r1\np1:b1\nr2\n")
     }
 
     @Test func aClientThatKeepsUpGetsEveryNotification() {
         let outbox = ConnectionOutbox(maxQueuedBytes: 1 << 20, maxStall: .seconds(30))
         outbox.offer(token: 1, prefix: buffer("t1:"), body: buffer("v1\n"))
         outbox.offer(token: 1, prefix: buffer("t1:"), body: buffer("v2\n"))
-        #expect(outbox.take().buffers.map { String(buffer: $0) } == ["t1:", "v1\n", "t1:", "v2\n"])
+        #expect(text(outbox.take().chunks) == "t1:v1\nt1:v2\n")
         #expect(outbox.coalescedCount == 0)
     }
 
@@ -33,27 +33,39 @@ import Testing
         outbox.offer(token: 2, prefix: buffer("t2:"), body: buffer("v1\n"))
         outbox.offer(token: 1, prefix: buffer("t1:"), body: buffer("v2\n"))
         outbox.offer(token: 1, prefix: buffer("t1:"), body: buffer("v3\n"))
-        let batch = outbox.take().buffers
-        #expect(batch.map { String(buffer: $0) } == ["t1:", "v3\n", "t2:", "v1\n"])
+        #expect(text(outbox.take().chunks) == "t1:v3\nt2:v1\n")
         #expect(outbox.coalescedCount == 2)
         // After a batch is taken, a new notification of the token is queued again.
         outbox.writerUnblocked()
         outbox.offer(token: 1, prefix: buffer("t1:"), body: buffer("v4\n"))
-        #expect(outbox.take().buffers.map { String(buffer: $0) } == ["t1:", "v4\n"])
+        #expect(text(outbox.take().chunks) == "t1:v4\n")
     }
 
-    @Test func notificationsQueuedBeforeFallingBehindCoalesceToo() {
-        // The index by token is built only once the client is behind, from what is queued then.
+    @Test func whatWasQueuedWhileKeepingUpIsWrittenAsItIsAndWhatFollowsCoalesces() {
+        // While the client keeps up, bytes are copied into chunks as they come; once it is behind,
+        // notifications queue after them as items, which coalesce per token.
         let outbox = ConnectionOutbox(maxQueuedBytes: 1 << 20, maxStall: .seconds(30))
         outbox.offer(token: 1, prefix: buffer("t1:"), body: buffer("v1\n"))
         outbox.append(token: 2, prefix: buffer("s2:"), body: buffer("m1\n"))  // a stream message: never replaced
-        outbox.offer(token: 3, prefix: buffer("t3:"), body: buffer("v1\n"))
         outbox.writerBlocked()
         outbox.offer(token: 1, prefix: buffer("t1:"), body: buffer("v2\n"))
+        outbox.offer(token: 3, prefix: buffer("t3:"), body: buffer("v1\n"))
         outbox.append(token: 2, prefix: buffer("s2:"), body: buffer("m2\n"))
-        #expect(
-            outbox.take().buffers.map { String(buffer: $0) } == ["t1:", "v2\n", "s2:", "m1\n", "t3:", "v1\n", "s2:", "m2\n"]
-        )
+        outbox.offer(token: 1, prefix: buffer("t1:"), body: buffer("v3\n"))
+        outbox.enqueue(buffer("r1\n"))
+        #expect(text(outbox.take().chunks) == "t1:v1\ns2:m1\nt1:v3\nt3:v1\ns2:m2\nr1\n")
+        #expect(outbox.coalescedCount == 1)
+        #expect(outbox.queuedBytes == 0)
+    }
+
+    @Test func pastHalfTheBudgetNotificationsCoalesceEvenWhileTheSocketAcceptsBytes() {
+        let outbox = ConnectionOutbox(maxQueuedBytes: 40, maxStall: .seconds(30))
+        outbox.offer(token: 1, prefix: buffer("t1:"), body: buffer("0123456789abcdef\n"))  // 20 bytes: not past half
+        outbox.offer(token: 1, prefix: buffer("t1:"), body: buffer("v2\n"))  // 26: now past half
+        outbox.offer(token: 1, prefix: buffer("t1:"), body: buffer("v3\n"))
+        outbox.offer(token: 1, prefix: buffer("t1:"), body: buffer("v4\n"))
+        #expect(!outbox.wasCutOff)
+        #expect(text(outbox.take().chunks) == "t1:0123456789abcdef\nt1:v2\nt1:v4\n")
         #expect(outbox.coalescedCount == 1)
     }
 
@@ -61,25 +73,24 @@ import Testing
         let outbox = ConnectionOutbox(maxQueuedBytes: 1 << 20, maxStall: .seconds(30))
         let full: ConnectionOutbox.FullState = { ByteBuffer(string: "full\n") }
         outbox.offer(token: 1, prefix: buffer("t1:"), body: buffer("change1\n"), fullState: full)
-        #expect(outbox.take().buffers.map { String(buffer: $0) } == ["t1:", "change1\n"], "alone, a change goes as it is")
+        #expect(text(outbox.take().chunks) == "t1:change1\n", "alone, a change goes as it is")
         outbox.writerBlocked()
         outbox.offer(token: 1, prefix: buffer("t1:"), body: buffer("change2\n"), fullState: full)
         outbox.offer(token: 1, prefix: buffer("t1:"), body: buffer("change3\n"), fullState: full)
-        #expect(outbox.take().buffers.map { String(buffer: $0) } == ["t1:", "full\n"], "merged changes become the full state")
+        #expect(text(outbox.take().chunks) == "t1:full\n", "merged changes become the full state")
     }
 
     @Test func overTheByteLimitTheClientIsCutOffWithOneClosingNotification() {
         let outbox = ConnectionOutbox(maxQueuedBytes: 100, maxStall: .seconds(30))
         for token in 1...20 { outbox.offer(token: Int64(token), prefix: buffer("p:"), body: buffer("0123456789\n")) }
         #expect(outbox.wasCutOff)
-        let batch = outbox.take().buffers
-        #expect(batch.count == 1)
-        let text = batch.first.map { String(buffer: $0) } ?? ""
+        let text = text(outbox.take().chunks)
+        #expect(text.split(separator: "\n").count == 1, "only the closing notification is left")
         #expect(text.contains("\"method\":\"connection.closing\""))
         #expect(text.contains("-32003"))
         outbox.offer(token: 99, prefix: buffer("p:"), body: buffer("late\n"))
         let after = outbox.take()
-        #expect(after.buffers.isEmpty && after.finished, "nothing is accepted after the cut-off; the writer ends")
+        #expect(after.chunks.isEmpty && after.finished, "nothing is accepted after the cut-off; the writer ends")
     }
 
     @Test func aWriterStuckLongerThanTheStallLimitIsCutOff() {
@@ -92,12 +103,23 @@ import Testing
         #expect(outbox.wasCutOff)
     }
 
+    @Test func bytesGoInChunksThatAreNeverReallocated() {
+        let outbox = ConnectionOutbox(maxQueuedBytes: 1 << 30, maxStall: .seconds(30))
+        let body = buffer(String(repeating: "x", count: 999) + "\n")
+        for _ in 0..<100 { outbox.offer(token: 1, prefix: buffer("t:"), body: body) }
+        let chunks = outbox.take().chunks
+        #expect(chunks.reduce(0) { $0 + $1.readableBytes } == 100_200)
+        #expect(chunks.count == 3, "4 KiB, then 64 KiB chunks: \(chunks.map(\.readableBytes))")
+        #expect(chunks.allSatisfy { $0.capacity <= ConnectionOutbox.chunkBytes })
+        #expect(text(chunks) == String(repeating: "t:" + String(repeating: "x", count: 999) + "\n", count: 100))
+    }
+
     @Test func closeDrainsWhatIsQueuedThenEnds() {
         let outbox = ConnectionOutbox(maxQueuedBytes: 1 << 20, maxStall: .seconds(30))
         outbox.enqueue(buffer("r1\n"))
         outbox.close(final: buffer("bye\n"))
         let last = outbox.take()
-        #expect(last.buffers.map { String(buffer: $0) } == ["r1\n", "bye\n"] && last.finished)
+        #expect(text(last.chunks) == "r1\nbye\n" && last.finished)
     }
 
     @Test func whatWasQueuedBeforeTheWriterStartedWakesItAtOnce() {
@@ -107,7 +129,7 @@ import Testing
         outbox.setWakeup { wakeups.withLock { $0 += 1 } }
         #expect(wakeups.withLock { $0 } == 1)
         let batch = outbox.take()
-        #expect(batch.buffers.map { String(buffer: $0) } == ["refused\n"] && batch.finished)
+        #expect(text(batch.chunks) == "refused\n" && batch.finished)
     }
 
     @Test func theWriterIsWokenOnceUntilItTakesTheQueue() {
@@ -117,7 +139,7 @@ import Testing
         outbox.offer(token: 7, prefix: buffer("p:"), body: buffer("a\n"))
         outbox.enqueue(buffer("r\n"))
         #expect(wakeups.withLock { $0 } == 1, "items queued while a wake-up is pending do not wake again")
-        #expect(outbox.take().buffers.count == 3)
+        #expect(text(outbox.take().chunks) == "p:a\nr\n")
         outbox.offer(token: 7, prefix: buffer("p:"), body: buffer("b\n"))
         #expect(wakeups.withLock { $0 } == 2)
         outbox.close()

@@ -9,11 +9,14 @@ import NIOCore
 import Synchronization
 
 /// One observed object, shared by every connection token that observes it: one SDK observation, and each
-/// change encoded once into a body that every token's prefix is written before.
+/// change encoded once into a body that every token's prefix is written before. The tokens are kept by event
+/// loop (``ObjectTopicShare``): a change is handed to each loop once, and each loop offers it to its tokens.
 final class ObjectTopic: Sendable {
     /// One connection token on this topic.
     struct Subscriber {
         let outbox: ConnectionOutbox
+        /// The event loop of the token's connection, where it is offered its notifications.
+        let eventLoop: any EventLoop
         let token: Int64
         /// `{"jsonrpc":"2.0","method":"object.changed","params":{"token":N,` — built once per token.
         let prefix: ByteBuffer
@@ -28,6 +31,7 @@ final class ObjectTopic: Sendable {
         ///   ``ObserverFilter``, its own: boxed, so tokens without one pay a pointer).
         init(
             outbox: ConnectionOutbox,
+            eventLoop: any EventLoop,
             token: Int64,
             prefix: ByteBuffer,
             options: ObserveOptions,
@@ -35,6 +39,7 @@ final class ObjectTopic: Sendable {
             onFinished: @escaping @Sendable () -> Void
         ) {
             self.outbox = outbox
+            self.eventLoop = eventLoop
             self.token = token
             self.prefix = prefix
             self.filter = ObserverFilter(options: options)
@@ -50,7 +55,10 @@ final class ObjectTopic: Sendable {
     }
 
     private struct State {
-        var subscribers: [Int: Subscriber] = [:]
+        /// The tokens' shares, by event loop.
+        var shares: [ObjectIdentifier: ObjectTopicShare] = [:]
+        /// The share each token is in.
+        var members: [Int: ObjectTopicShare] = [:]
         var nextID = 0
         /// The latest change and its encoded body: what a joining token receives at once.
         var last: (change: LiveObjectChange, body: ByteBuffer)?
@@ -67,30 +75,35 @@ final class ObjectTopic: Sendable {
         self.logger = logger
     }
 
-    /// Adds a token; it receives the current state at once when there is one its filter admits.
-    /// Returns the subscriber id, or `nil` when the topic has closed meanwhile (the caller retries on a new topic).
+    /// Adds a token; it receives the current state at once when there is one its filter admits (on its
+    /// connection's loop, before anything queued there after this call). Returns the subscriber id, or `nil`
+    /// when the topic has closed meanwhile (the caller retries on a new topic).
     func add(_ subscriber: Subscriber) -> Int? {
-        var subscriber = subscriber
-        let (id, finished) = state.withLock { state -> (Int?, Bool) in
-            guard !state.closed else { return (nil, false) }
+        state.withLock { state -> Int? in
+            guard !state.closed else { return nil }
             state.nextID += 1
-            if let last = state.last, subscriber.admits(last.change) {
-                subscriber.outbox.offer(token: subscriber.token, prefix: subscriber.prefix, body: last.body)
+            let loop = ObjectIdentifier(subscriber.eventLoop)
+            let share: ObjectTopicShare
+            if let existing = state.shares[loop] {
+                share = existing
+            } else {
+                share = ObjectTopicShare(eventLoop: subscriber.eventLoop)
+                state.shares[loop] = share
             }
-            if subscriber.filter.finished { return (state.nextID, true) }
-            state.subscribers[state.nextID] = subscriber
-            return (state.nextID, false)
+            state.members[state.nextID] = share
+            // Queued under the lock, like every change: the share sees joins and changes in the topic's order.
+            share.submit(.add(id: state.nextID, subscriber, last: state.last))
+            return state.nextID
         }
-        if finished { subscriber.onFinished() }
-        return id
     }
 
     /// Removes a token. Returns `true` when it was the last one: the topic is then closed and its SDK
     /// observation released.
     func remove(_ id: Int) -> Bool {
         let (isLast, token) = state.withLock { state -> (Bool, NotificationToken?) in
-            state.subscribers[id] = nil
-            guard state.subscribers.isEmpty, !state.closed else { return (false, nil) }
+            guard let share = state.members.removeValue(forKey: id) else { return (false, nil) }
+            share.submit(.remove(id: id))
+            guard state.members.isEmpty, !state.closed else { return (false, nil) }
             state.closed = true
             defer { state.sdkToken = nil }
             return (true, state.sdkToken)
@@ -109,9 +122,9 @@ final class ObjectTopic: Sendable {
         if release { sdkToken.invalidate() }
     }
 
-    var subscriberCount: Int { state.withLock { $0.subscribers.count } }
+    var subscriberCount: Int { state.withLock { $0.members.count } }
 
-    /// The SDK observation's handler: encode once, offer the same bytes to every admitting token.
+    /// The SDK observation's handler: encode once, hand the same bytes to every event loop with tokens.
     func emit(_ change: LiveObjectChange) {
         let body: ByteBuffer
         do {
@@ -120,26 +133,10 @@ final class ObjectTopic: Sendable {
             logger.error("could not encode a notification", metadata: ["topic": "\(key)", "error": "\(error)"])
             return
         }
-        let finished = state.withLock { state -> [@Sendable () -> Void] in
+        state.withLock { state in
             state.last = (change, body)
-            var finishedIDs: [Int] = []
-            // In place, by index: iterating `(id, var subscriber)` and writing each back copied every
-            // subscriber (four reference counts each) and, mutating the table it iterated, the whole table.
-            var index = state.subscribers.values.startIndex
-            while index != state.subscribers.values.endIndex {
-                defer { index = state.subscribers.values.index(after: index) }
-                guard state.subscribers.values[index].admits(change) else { continue }
-                // Fields read in place (a `let` copy of the subscriber would count its references again).
-                state.subscribers.values[index].outbox.offer(
-                    token: state.subscribers.values[index].token,
-                    prefix: state.subscribers.values[index].prefix,
-                    body: body
-                )
-                if state.subscribers.values[index].filter.finished { finishedIDs.append(state.subscribers.keys[index]) }
-            }
-            return finishedIDs.compactMap { state.subscribers.removeValue(forKey: $0)?.onFinished }
+            for share in state.shares.values { share.submit(.deliver(change, body)) }
         }
-        for callback in finished { callback() }
     }
 }
 

@@ -32,6 +32,7 @@ final class ObjectTopicHub: Sendable {
         sinceVersion: Int64? = nil,
         fields: Set<String>? = nil,
         outbox: ConnectionOutbox,
+        eventLoop: any EventLoop,
         token: Int64,
         onFinished: @escaping @Sendable () -> Void
     ) async -> Subscription {
@@ -39,6 +40,7 @@ final class ObjectTopicHub: Sendable {
         tokenOptions.fields = fields
         let subscriber = ObjectTopic.Subscriber(
             outbox: outbox,
+            eventLoop: eventLoop,
             token: token,
             prefix: NotificationFrame.prefix(method: NotificationMethod.objectChanged, token: token),
             options: tokenOptions,

@@ -50,7 +50,11 @@ final class ClientConnection: Sendable {
         self.maxFrameBytes = limits.maxFrameBytes
         self.maxTokens = limits.maxTokensPerConnection
         self.rate = Mutex(RequestRate(perSecond: limits.maxRequestsPerSecond))
-        self.outbox = ConnectionOutbox(maxQueuedBytes: limits.maxQueuedBytesPerConnection, maxStall: limits.maxStall)
+        self.outbox = ConnectionOutbox(
+            maxQueuedBytes: limits.maxQueuedBytesPerConnection,
+            maxStall: limits.maxStall,
+            eventLoop: eventLoop
+        )
         var logger = logger
         logger[metadataKey: "conn"] = "\(id)"
         self.logger = logger

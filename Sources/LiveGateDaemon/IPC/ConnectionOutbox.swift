@@ -6,16 +6,22 @@ import Synchronization
 
 /// The bounded, coalescing queue of bytes waiting to be written to one client.
 ///
-/// Producers (request handlers, the fan-out) never wait: ``offer(token:prefix:body:fullState:)`` and
-/// ``enqueue(_:)`` return at once. The first item queued while the writer is idle calls the writer's wake-up
-/// (``setWakeup(_:)``); the writer then ``take()``s everything queued in one batch, so items that arrive while
-/// it is busy are written together.
+/// Producers (request handlers, the fan-out) never wait: ``offer(token:prefix:body:fullState:)``,
+/// ``append(token:prefix:body:)``, ``enqueue(_:)`` and ``close(final:)`` return at once. In the daemon every
+/// change to the queue is made on the connection's event loop, in the order producers asked for it (each one
+/// is a task on the loop, and a loop runs its tasks in order); the fan-out, already on the loop, queues with
+/// ``offerOnLoop(token:prefix:body:)``. So a token's notifications and the connection's answers keep the
+/// order they were produced in, and the queue is only ever touched by one thread. The first item queued while
+/// the writer is idle calls the writer's wake-up (``setWakeup(_:)``); the writer then ``take()``s everything
+/// queued as one buffer, so items that arrive while it is busy are written together.
 ///
-/// - A client that keeps up receives every notification. Once it falls behind — its socket is full, or
-///   half the byte budget is queued — notifications for the same token coalesce: a newer body replaces an
-///   unsent older one (object notifications are states, so the latest is all a slow reader needs). A
-///   collection notification is a change, not a state: when it replaces an unsent one, its full-state form
-///   (`reset: true`) is queued instead, so the merged changes are never lost.
+/// - A client that keeps up receives every notification: its bytes are copied into chunks as they come
+///   (no per-notification reference to the shared body is kept, and the writer writes one buffer).
+/// - Once it falls behind — its socket is full, or half the byte budget is queued — notifications queued
+///   from then on coalesce per token: a newer body replaces an unsent older one (object notifications are
+///   states, so the latest is all a slow reader needs). A collection notification is a change, not a state:
+///   when it replaces an unsent one, its full-state form (`reset: true`) is queued instead, so the merged
+///   changes are never lost.
 /// - When more than `maxQueuedBytes` wait, or the writer has been blocked (the client's socket full) for
 ///   longer than `maxStall`, the client is cut off: the queue is replaced by one `connection.closing`
 ///   notification and nothing more is accepted. One slow client never holds memory or time from the others.
@@ -45,6 +51,9 @@ final class ConnectionOutbox: Sendable {
     }
 
     private struct State {
+        /// What was queued while the client kept up, in order, copied into chunks: written as it is.
+        var chunks: [ByteBuffer] = []
+        /// What was queued once it fell behind (after `bytes`), where notifications may coalesce.
         var items: [Item] = []
         var indexByToken: [Int64: Int] = [:]
         /// Whether `indexByToken` covers `items` (see ``push(_:token:)``).
@@ -71,10 +80,19 @@ final class ConnectionOutbox: Sendable {
     private let cutOffHandler = Mutex<Callback?>(nil)
     let maxQueuedBytes: Int
     let maxStall: Duration
+    /// The connection's event loop, where every change is made; `nil`: at once, on the caller's thread (unit
+    /// tests, which take from the queue on the same thread).
+    let eventLoop: (any EventLoop)?
 
-    init(maxQueuedBytes: Int, maxStall: Duration) {
+    init(maxQueuedBytes: Int, maxStall: Duration, eventLoop: (any EventLoop)? = nil) {
         self.maxQueuedBytes = maxQueuedBytes
         self.maxStall = maxStall
+        self.eventLoop = eventLoop
+    }
+
+    /// Runs `change` on the event loop, after every change asked for before it.
+    private func inOrder(_ change: @escaping @Sendable () -> Void) {
+        if let eventLoop { eventLoop.execute(change) } else { change() }
     }
 
     /// What the writer calls to be told there is something to take. Called without locks held, once per
@@ -98,55 +116,86 @@ final class ConnectionOutbox: Sendable {
 
     /// Queues a complete frame (a response): never coalesced.
     func enqueue(_ frame: ByteBuffer) {
-        push(.frame(frame), token: nil)
+        inOrder { self.push(.frame(frame), token: nil) }
     }
 
     /// Queues a notification for `token`, replacing an unsent one for the same token. When `fullState` is
     /// given, the body is a change relative to the previous one, and a replacement queues `fullState()`.
     func offer(token: Int64, prefix: ByteBuffer, body: ByteBuffer, fullState: FullState? = nil) {
-        push(.notification(token: token, prefix: prefix, body: body, fullState: fullState), token: token)
+        inOrder { self.push(.notification(token: token, prefix: prefix, body: body, fullState: fullState), token: token) }
+    }
+
+    /// ``offer(token:prefix:body:fullState:)`` from the connection's event loop itself (the fan-out, whose
+    /// tasks run there in order): queued at once.
+    func offerOnLoop(token: Int64, prefix: ByteBuffer, body: ByteBuffer) {
+        offerOnLoop(token: token, prefix: prefix, bodies: [body])
+    }
+
+    /// Several notifications for `token`, in order, from the connection's event loop: what a fan-out task
+    /// that had several changes waiting offers each token (one lock, one wake-up). `bodies`, or only those
+    /// at the positions `admitted` when it is given.
+    func offerOnLoop(token: Int64, prefix: ByteBuffer, bodies: [ByteBuffer], admitted: [Int]? = nil) {
+        eventLoop?.preconditionInEventLoop()
+        let count = admitted?.count ?? bodies.count
+        var done = 0
+        // The common case, a client that keeps up: the bytes are copied, read in place, and no item is made
+        // (each copy of a buffer, in an item or a local, counts a reference to it).
+        let wake = state.withLock { state -> Bool in
+            guard state.closure == .open, state.items.isEmpty, state.blockedSince == nil else { return false }
+            while done < count {
+                let position = admitted?[done] ?? done
+                let byteCount = prefix.readableBytes + bodies[position].readableBytes
+                guard state.queuedBytes + byteCount <= maxQueuedBytes / 2 else { break }
+                Self.copy(prefix, into: &state.chunks)
+                Self.copy(bodies[position], into: &state.chunks)
+                state.queuedBytes += byteCount
+                done += 1
+            }
+            return done > 0 && Self.needsWakeup(&state)
+        }
+        if wake { wakeup.withLock { $0 }?.run() }
+        // The client is behind: the rest go the way that coalesces.
+        while done < count {
+            let position = admitted?[done] ?? done
+            push(.notification(token: token, prefix: prefix, body: bodies[position], fullState: nil), token: token)
+            done += 1
+        }
     }
 
     /// Queues a notification for `token` that is never coalesced (a stream message: each one is news, none
     /// replaces another). A client too slow for them is cut off like any other.
     func append(token: Int64, prefix: ByteBuffer, body: ByteBuffer) {
-        push(.message(prefix: prefix, body: body), token: nil)
+        inOrder { self.push(.message(prefix: prefix, body: body), token: nil) }
     }
 
     /// Stops accepting; queued items (and `final`, if given) are still written, then the writer ends.
     func close(final: ByteBuffer? = nil) {
+        inOrder { self.closeNow(final: final) }
+    }
+
+    private func closeNow(final: ByteBuffer?) {
         let wake = state.withLock { state -> Bool in
             guard state.closure == .open else { return false }
-            if let final {
-                state.items.append(.frame(final))
-                state.queuedBytes += final.readableBytes
-            }
+            if let final { Self.appendUncoalesced(.frame(final), to: &state) }
             state.closure = .draining
             return Self.needsWakeup(&state)
         }
         if wake { wakeup.withLock { $0 }?.run() }
     }
 
-    /// Everything queued, in order, and whether the writer is done once it has written it (the outbox is
-    /// closed and nothing is left).
-    func take() -> (buffers: [ByteBuffer], finished: Bool) {
+    /// Everything queued, in order, as a few chunks of bytes, and whether the writer is done once it has
+    /// written them (the outbox is closed and nothing is left).
+    func take() -> (chunks: [ByteBuffer], finished: Bool) {
         state.withLock { state in
             state.wakeupPending = false
-            var buffers: [ByteBuffer] = []
-            buffers.reserveCapacity(state.items.count * 2)
-            for item in state.items {
-                switch item {
-                case .frame(let buffer): buffers.append(buffer)
-                case .notification(_, let prefix, let body, _), .message(let prefix, let body):
-                    buffers.append(prefix)
-                    buffers.append(body)
-                }
-            }
+            var chunks: [ByteBuffer] = []
+            swap(&chunks, &state.chunks)
+            for item in state.items { Self.copy(item, into: &chunks) }
             state.items.removeAll(keepingCapacity: true)
             state.indexByToken.removeAll(keepingCapacity: true)
             state.indexed = false
             state.queuedBytes = 0
-            return (buffers, state.closure == .draining)
+            return (chunks, state.closure == .draining)
         }
     }
 
@@ -174,9 +223,11 @@ final class ConnectionOutbox: Sendable {
             guard state.closure == .open else { return false }
             let behind = state.blockedSince != nil || state.queuedBytes > maxQueuedBytes / 2
             // The index by token is only needed to coalesce, which only happens once the client is behind:
-            // built then (from what is queued), not kept up for every notification of a client that keeps up.
+            // built then (from what is queued as items), not kept up for a client that keeps up.
             if behind && !state.indexed { Self.index(&state) }
-            if let token, behind, let index = state.indexByToken[token] {
+            if !behind && state.items.isEmpty {
+                Self.appendUncoalesced(item, to: &state)
+            } else if let token, behind, let index = state.indexByToken[token] {
                 var item = item
                 if case .notification(_, let prefix, _, let fullState?) = item, let full = fullState() {
                     item = .notification(token: token, prefix: prefix, body: full, fullState: fullState)
@@ -200,6 +251,42 @@ final class ConnectionOutbox: Sendable {
         if cutOffNow, let handler = cutOffHandler.withLock({ $0 }) { handler.run() }
     }
 
+    /// Queues `item` after everything queued: copied into the byte buffer while nothing waits as items.
+    private static func appendUncoalesced(_ item: Item, to state: inout State) {
+        if state.items.isEmpty {
+            copy(item, into: &state.chunks)
+        } else {
+            state.items.append(item)
+        }
+        state.queuedBytes += item.byteCount
+    }
+
+    private static func copy(_ item: Item, into chunks: inout [ByteBuffer]) {
+        switch item {
+        case .frame(let buffer): copy(buffer, into: &chunks)
+        case .notification(_, let prefix, let body, _), .message(let prefix, let body):
+            copy(prefix, into: &chunks)
+            copy(body, into: &chunks)
+        }
+    }
+
+    /// The first chunk's size: what a client that keeps up usually has waiting (a few notifications).
+    static let firstChunkBytes = 4 << 10
+    /// The next chunks' size: below the allocator's threshold for mapping fresh (zeroed) pages, and never
+    /// grown by reallocation (a single growing buffer spent a third of the daemon's time at 1,000
+    /// subscribers copying itself into freshly zeroed pages).
+    static let chunkBytes = 64 << 10
+
+    /// Appends `buffer`'s bytes to the last chunk, or to a new one when they do not fit (reading them in
+    /// place: `writeImmutableBuffer` copies the buffer first, and so counts a reference to its storage).
+    private static func copy(_ buffer: ByteBuffer, into chunks: inout [ByteBuffer]) {
+        let byteCount = buffer.readableBytes
+        if chunks.isEmpty || chunks[chunks.count - 1].writableBytes < byteCount {
+            chunks.append(ByteBufferAllocator().buffer(capacity: max(byteCount, chunks.isEmpty ? firstChunkBytes : chunkBytes)))
+        }
+        _ = buffer.withUnsafeReadableBytes { chunks[chunks.count - 1].writeBytes($0) }
+    }
+
     /// Indexes the queued notifications that may be coalesced, by token (the latest for each).
     private static func index(_ state: inout State) {
         for (position, item) in state.items.enumerated() {
@@ -219,6 +306,7 @@ final class ConnectionOutbox: Sendable {
             stalled
             ? "this client did not read its notifications for too long; reconnect and re-observe"
             : "this client fell behind by more than \(limit) bytes of notifications; reconnect and re-observe"
+        state.chunks = []
         state.items.removeAll()
         state.indexByToken.removeAll()
         state.indexed = false
@@ -229,8 +317,7 @@ final class ConnectionOutbox: Sendable {
             method: NotificationMethod.connectionClosing,
             params: ConnectionClosingParams(code: .limitExceeded, message: reason)
         ) {
-            state.items.append(.frame(final))
-            state.queuedBytes = final.readableBytes
+            appendUncoalesced(.frame(final), to: &state)
         }
     }
 }

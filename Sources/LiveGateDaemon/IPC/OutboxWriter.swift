@@ -5,8 +5,8 @@ import NIOCore
 import Synchronization
 
 /// Writes a connection's outbox to its socket from the channel's event loop, with no task or continuation per
-/// write: woken by the outbox when something is queued, it takes everything queued and writes it with one
-/// flush, so a burst of notifications costs one system call per connection, not one per notification. While
+/// write: woken by the outbox when something is queued, it takes everything queued (a few chunks of bytes) and writes it
+/// with one flush, so a burst of notifications costs one system call per connection, not one per notification. While
 /// the client's socket is full (the channel is not writable) it writes nothing and waits for NIO to report
 /// writability; the outbox meanwhile coalesces, and cuts the client off if that lasts too long.
 ///
@@ -59,11 +59,10 @@ final class OutboxWriter: ChannelInboundHandler, Sendable {
             return
         }
         outbox.writerUnblocked()
-        let (buffers, finished) = outbox.take()
-        if let context = context.withLock({ $0 })?.value {
-            for buffer in buffers { context.write(NIOAny(buffer), promise: nil) }
-        } else {
-            for buffer in buffers { channel.write(buffer, promise: nil) }
+        let (chunks, finished) = outbox.take()
+        let context = context.withLock({ $0 })?.value
+        for chunk in chunks {
+            if let context { context.write(NIOAny(chunk), promise: nil) } else { channel.write(chunk, promise: nil) }
         }
         if finished {
             let flushed = channel.eventLoop.makePromise(of: Void.self)
@@ -72,8 +71,8 @@ final class OutboxWriter: ChannelInboundHandler, Sendable {
                 channel.close(promise: nil)
                 self.finish()
             }
-        } else if !buffers.isEmpty {
-            channel.flush()
+        } else if !chunks.isEmpty {
+            if let context { context.flush() } else { channel.flush() }
         }
     }
 

@@ -166,6 +166,7 @@ struct RequestHandler {
             sinceVersion: observe.sinceVersion,
             fields: observe.fields.map(Set.init),
             outbox: connection.outbox,
+            eventLoop: connection.eventLoop,
             token: token,
             onFinished: { connection.endToken(token) }
         )

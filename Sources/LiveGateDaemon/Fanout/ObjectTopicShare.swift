@@ -1,0 +1,161 @@
+// Licensed under the Apache License, Version 2.0.
+
+import LiveSDK
+import NIOCore
+import Synchronization
+
+/// The part of one object's fan-out that runs on one event loop: the tokens of the connections that loop
+/// serves, confined to it, and what is to be done for them, in order.
+///
+/// The topic queues operations (a change to deliver, a token to add or remove) from any thread; the first one
+/// queued while none is pending schedules one task on the loop, which performs everything queued by then. So
+/// each change costs one task per event loop (not one per token), each loop offers its own tokens' copies in
+/// parallel with the other, and the references a delivery counts — the connection's outbox, the token's
+/// prefix — are only ever counted on the thread that owns them. An operation queued before a connection's
+/// answer is queued runs before it (both are tasks on the same loop, which runs its tasks in order): the order
+/// between a token's notifications and its connection's answers is the order they were produced in.
+///
+/// Bounded: when the loop is so far behind that ``maxQueuedChanges`` changes wait, a new change replaces the
+/// newest waiting one (object notifications are states, so the latest is what counts; each token's filter
+/// compares against what it last received).
+final class ObjectTopicShare: Sendable {
+    enum Operation {
+        case deliver(LiveObjectChange, ByteBuffer)
+        /// A token joins and receives `last` (the topic's latest change) at once when its filter admits it.
+        case add(id: Int, ObjectTopic.Subscriber, last: (change: LiveObjectChange, body: ByteBuffer)?)
+        case remove(id: Int)
+    }
+
+    private struct Queue {
+        /// What is to be done, in order, in segments: each one is performed by one task on the loop, the
+        /// first segment by the first task.
+        var segments: [[Operation]] = []
+        /// Changes waiting, in all segments.
+        var changes = 0
+        var replaced = 0
+    }
+
+    static let maxQueuedChanges = 1024
+
+    let eventLoop: any EventLoop
+    private let subscribers: NIOLoopBoundBox<[Int: ObjectTopic.Subscriber]>
+    private let queue = Mutex(Queue())
+
+    init(eventLoop: any EventLoop) {
+        self.eventLoop = eventLoop
+        subscribers = .makeBoxSendingValue([:], eventLoop: eventLoop)
+    }
+
+    /// How many changes were replaced by newer ones before this loop delivered them.
+    var replacedChanges: Int { queue.withLock { $0.replaced } }
+
+    /// Queues `operation` after those queued before it.
+    ///
+    /// A change or a removal joins the task already scheduled, when there is one: it may then be performed
+    /// before tasks queued on the loop after that one (an answer, say), which only means a notification comes
+    /// sooner, or a token's notifications stop sooner. A token that joins starts a segment and a task of its
+    /// own, scheduled now: its notifications come after everything queued on the loop before it (its
+    /// connection's answer giving it its token, above all).
+    func submit(_ operation: Operation) {
+        let schedule = queue.withLock { queue -> Bool in
+            if case .deliver = operation {
+                if queue.changes >= Self.maxQueuedChanges, case .deliver? = queue.segments.last?.last {
+                    queue.segments[queue.segments.count - 1][queue.segments[queue.segments.count - 1].count - 1] = operation
+                    queue.replaced += 1
+                    return false
+                }
+                queue.changes += 1
+            }
+            if case .add = operation {
+                queue.segments.append([operation])
+                return true
+            }
+            guard queue.segments.isEmpty else {
+                queue.segments[queue.segments.count - 1].append(operation)
+                return false
+            }
+            queue.segments.append([operation])
+            return true
+        }
+        if schedule { eventLoop.execute { self.run() } }
+    }
+
+    /// Performs the first segment queued; on the loop.
+    private func run() {
+        let operations = queue.withLock { queue -> [Operation] in
+            guard !queue.segments.isEmpty else { return [] }
+            let segment = queue.segments.removeFirst()
+            for operation in segment { if case .deliver = operation { queue.changes -= 1 } }
+            return segment
+        }
+        var finished: [@Sendable () -> Void] = []
+        var changes: [LiveObjectChange] = []
+        var bodies: [ByteBuffer] = []
+        subscribers.withValue { table in
+            for operation in operations {
+                switch operation {
+                case .deliver(let change, let body):
+                    changes.append(change)
+                    // This loop's own copy of the body: the references counted while offering it are then
+                    // counted by this thread alone (one count shared by both loops was a contended word).
+                    bodies.append(ByteBuffer(bytes: body.readableBytesView))
+                    continue
+                case .add, .remove:
+                    if !changes.isEmpty { Self.deliver(changes, bodies, to: &table, finished: &finished) }
+                    changes.removeAll()
+                    bodies.removeAll()
+                }
+                switch operation {
+                case .deliver: break
+                case .add(let id, var subscriber, let last):
+                    if let last, subscriber.admits(last.change) {
+                        subscriber.outbox.offerOnLoop(token: subscriber.token, prefix: subscriber.prefix, body: last.body)
+                    }
+                    if subscriber.filter.finished {
+                        finished.append(subscriber.onFinished)
+                    } else {
+                        table[id] = subscriber
+                    }
+                case .remove(let id): table[id] = nil
+                }
+            }
+            if !changes.isEmpty { Self.deliver(changes, bodies, to: &table, finished: &finished) }
+        }
+        for callback in finished { callback() }
+    }
+
+    /// Offers `changes` to every token of this loop, each the ones its filter admits, in order; once-tokens
+    /// that fired leave. Token by token, not change by change: a token's changes are queued with one lock on
+    /// its connection's outbox, so a loop that fell behind catches up with less work per change.
+    private static func deliver(
+        _ changes: [LiveObjectChange],
+        _ bodies: [ByteBuffer],
+        to table: inout [Int: ObjectTopic.Subscriber],
+        finished: inout [@Sendable () -> Void]
+    ) {
+        var finishedIDs: [Int] = []
+        var admitted: [Int] = []
+        admitted.reserveCapacity(changes.count)
+        // In place, by index: iterating `(id, var subscriber)` and writing each back copied every subscriber
+        // (four reference counts each) and, mutating the table it iterated, the whole table. The changes, too,
+        // are read in place by index: a copy of one counts references inside it, which both loops share.
+        var index = table.values.startIndex
+        while index != table.values.endIndex {
+            defer { index = table.values.index(after: index) }
+            admitted.removeAll(keepingCapacity: true)
+            for position in changes.indices where table.values[index].admits(changes[position]) { admitted.append(position) }
+            guard !admitted.isEmpty else { continue }
+            // Fields read in place (a `let` copy of the subscriber would count its references again).
+            table.values[index].outbox.offerOnLoop(
+                token: table.values[index].token,
+                prefix: table.values[index].prefix,
+                bodies: bodies,
+                admitted: admitted.count == bodies.count ? nil : admitted
+            )
+            if table.values[index].filter.finished { finishedIDs.append(table.keys[index]) }
+        }
+        for id in finishedIDs {
+            if let subscriber = table.removeValue(forKey: id) { finished.append(subscriber.onFinished) }
+        }
+    }
+}

@@ -1,0 +1,94 @@
+// Licensed under the Apache License, Version 2.0.
+
+import LiveCloudAPI
+import LiveJSON
+import LiveSDK
+import NIOCore
+import NIOEmbedded
+import Testing
+
+@testable import LiveGateDaemon
+
+@Suite struct ObjectTopicShareTests {
+    func change(_ version: Int64) -> LiveObjectChange {
+        LiveObjectChange(
+            snapshot: Entity(collection: "c", id: "o", version: version, data: ["v": .number(Double(version))], createdAt: "c", updatedAt: "u"),
+            dataStatus: .fresh,
+            loadingStatus: .loaded
+        )
+    }
+
+    func subscriber(_ outbox: ConnectionOutbox, _ loop: any EventLoop, token: Int64, once: Bool = false) -> ObjectTopic.Subscriber {
+        ObjectTopic.Subscriber(
+            outbox: outbox,
+            eventLoop: loop,
+            token: token,
+            prefix: ByteBuffer(string: "t\(token):"),
+            options: ObserveOptions(once: once),
+            sinceVersion: nil,
+            onFinished: {}
+        )
+    }
+
+    func text(_ chunks: [ByteBuffer]) -> String { chunks.map { String(buffer: $0) }.joined() }
+
+    @Test func notificationsKeepTheirOrderWithTheConnectionsAnswers() {
+        let loop = EmbeddedEventLoop()
+        let outbox = ConnectionOutbox(maxQueuedBytes: 1 << 20, maxStall: .seconds(30), eventLoop: loop)
+        let share = ObjectTopicShare(eventLoop: loop)
+        outbox.enqueue(ByteBuffer(string: "observed\n"))  // the answer giving the token
+        share.submit(.add(id: 1, subscriber(outbox, loop, token: 1), last: (change(1), ByteBuffer(string: "v1\n"))))
+        share.submit(.deliver(change(2), ByteBuffer(string: "v2\n")))  // a write's change, then its answer
+        outbox.enqueue(ByteBuffer(string: "updated\n"))
+        share.submit(.remove(id: 1))  // the token invalidated, then the answer
+        outbox.enqueue(ByteBuffer(string: "invalidated\n"))
+        share.submit(.deliver(change(3), ByteBuffer(string: "v3\n")))
+        #expect(outbox.take().chunks.isEmpty, "nothing happens off the loop")
+        loop.run()
+        #expect(text(outbox.take().chunks) == "observed\nt1:v1\nt1:v2\nupdated\ninvalidated\n")
+    }
+
+    @Test func aJoiningTokensNotificationsFollowItsAnswerEvenWhileATaskIsPending() {
+        let loop = EmbeddedEventLoop()
+        let outbox = ConnectionOutbox(maxQueuedBytes: 1 << 20, maxStall: .seconds(30), eventLoop: loop)
+        let share = ObjectTopicShare(eventLoop: loop)
+        share.submit(.add(id: 1, subscriber(outbox, loop, token: 1), last: nil))
+        share.submit(.deliver(change(1), ByteBuffer(string: "v1\n")))  // a task is pending on the loop
+        outbox.enqueue(ByteBuffer(string: "observed2\n"))  // the second token's answer
+        share.submit(.add(id: 2, subscriber(outbox, loop, token: 2), last: (change(1), ByteBuffer(string: "v1\n"))))
+        share.submit(.deliver(change(2), ByteBuffer(string: "v2\n")))
+        loop.run()
+        let lines = text(outbox.take().chunks).split(separator: "\n").map(String.init)
+        #expect(lines.filter { $0.hasPrefix("t1:") } == ["t1:v1", "t1:v2"])
+        #expect(lines.filter { $0.hasPrefix("t2:") } == ["t2:v1", "t2:v2"])
+        let answer = lines.firstIndex(of: "observed2") ?? .max
+        #expect(lines.indices.filter { lines[$0].hasPrefix("t2:") }.allSatisfy { $0 > answer }, "\(lines)")
+    }
+
+    @Test func aLoopFarBehindReplacesTheNewestWaitingChangeAndNothingElse() {
+        let loop = EmbeddedEventLoop()
+        let outbox = ConnectionOutbox(maxQueuedBytes: 1 << 30, maxStall: .seconds(30), eventLoop: loop)
+        let share = ObjectTopicShare(eventLoop: loop)
+        share.submit(.add(id: 1, subscriber(outbox, loop, token: 1), last: nil))
+        let count = ObjectTopicShare.maxQueuedChanges + 76
+        for version in 1...count { share.submit(.deliver(change(Int64(version)), ByteBuffer(string: "v\(version)\n"))) }
+        loop.run()
+        let kept = Array(1..<ObjectTopicShare.maxQueuedChanges) + [count]
+        #expect(text(outbox.take().chunks) == kept.map { "t1:v\($0)\n" }.joined())
+        #expect(share.replacedChanges == 76)
+    }
+
+    @Test func aOnceTokenLeavesAfterItsOneNotification() {
+        let loop = EmbeddedEventLoop()
+        let outbox = ConnectionOutbox(maxQueuedBytes: 1 << 20, maxStall: .seconds(30), eventLoop: loop)
+        let share = ObjectTopicShare(eventLoop: loop)
+        share.submit(.add(id: 1, subscriber(outbox, loop, token: 1, once: true), last: nil))
+        share.submit(.add(id: 2, subscriber(outbox, loop, token: 2), last: nil))
+        share.submit(.deliver(change(1), ByteBuffer(string: "v1\n")))
+        share.submit(.deliver(change(2), ByteBuffer(string: "v2\n")))
+        loop.run()
+        let lines = text(outbox.take().chunks).split(separator: "\n")
+        #expect(lines.filter { $0.hasPrefix("t1:") } == ["t1:v1"], "the once token got one notification: \(lines)")
+        #expect(lines.filter { $0.hasPrefix("t2:") } == ["t2:v1", "t2:v2"])
+    }
+}
