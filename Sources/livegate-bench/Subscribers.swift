@@ -1,6 +1,7 @@
 // Licensed under the Apache License, Version 2.0.
 
 import Dispatch
+import Glibc
 import NIOCore
 import NIOPosix
 import Synchronization
@@ -23,11 +24,14 @@ final class Reception: Sendable {
     /// How many lines carried the ready marker.
     var markers: Int { state.withLock { $0.markers } }
 
-    func record(sentAt: UInt64, now: UInt64) {
+    /// Records what one read brought: timed deliveries (their send stamps) and ready markers.
+    func record(sentAt stamps: [UInt64], markers: Int, now: UInt64) {
         state.withLock { state in
-            state.deliveries += 1
+            state.markers += markers
+            guard !stamps.isEmpty else { return }
+            state.deliveries += stamps.count
             state.lastAt = now
-            if state.recording { state.latencies.append(now &- sentAt) }
+            if state.recording { state.latencies.append(contentsOf: stamps.lazy.map { now &- $0 }) }
         }
     }
 
@@ -48,12 +52,15 @@ final class Reception: Sendable {
 
 /// Reads a subscriber's byte stream line by line, the same way for the daemon (JSON lines) and Redis (RESP,
 /// whose lines end in CRLF): a line with `"t":` followed by a non-zero number is one timed delivery; a line
-/// with `readyMarker` makes the subscriber ready.
+/// with `readyMarker` makes the subscriber ready. Lines are found with `memchr` and markers with `memmem`, in
+/// place in what was read (only a line split between two reads is copied), and each read is recorded with
+/// one lock: the subscribers share the machine with the system measured, so they must cost it little.
 final class LineScanner: ChannelInboundHandler, Sendable {
     typealias InboundIn = ByteBuffer
 
     let reception: Reception
     let readyMarker: [UInt8]
+    /// The start of a line whose end has not been read yet.
     private let pending = Mutex<[UInt8]>([])
 
     init(reception: Reception, readyMarker: String) {
@@ -64,38 +71,56 @@ final class LineScanner: ChannelInboundHandler, Sendable {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let buffer = unwrapInboundIn(data)
         let now = DispatchTime.now().uptimeNanoseconds
+        var stamps: [UInt64] = []
+        var markers = 0
         pending.withLock { pending in
-            pending.append(contentsOf: buffer.readableBytesView)
-            var start = 0
-            while let newline = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
-                scan(pending[start..<newline], now: now)
-                start = newline + 1
+            buffer.withUnsafeReadableBytes { bytes in
+                guard let base = bytes.baseAddress else { return }
+                var start = 0
+                while start < bytes.count, let found = memchr(base + start, Int32(UInt8(ascii: "\n")), bytes.count - start) {
+                    let end = base.distance(to: UnsafeRawPointer(found))
+                    if pending.isEmpty {
+                        scan(UnsafeRawBufferPointer(rebasing: bytes[start..<end]), stamps: &stamps, markers: &markers)
+                    } else {
+                        pending.append(contentsOf: bytes[start..<end])
+                        pending.withUnsafeBytes { scan($0, stamps: &stamps, markers: &markers) }
+                        pending.removeAll(keepingCapacity: true)
+                    }
+                    start = end + 1
+                }
+                pending.append(contentsOf: bytes[start...])
             }
-            pending.removeFirst(start)
         }
+        if !stamps.isEmpty || markers > 0 { reception.record(sentAt: stamps, markers: markers, now: now) }
     }
 
     private static let marker = Array(#""t":"#.utf8)
 
-    private func scan(_ line: ArraySlice<UInt8>, now: UInt64) {
+    private func scan(_ line: UnsafeRawBufferPointer, stamps: inout [UInt64], markers: inout Int) {
         if let at = Self.find(Self.marker, in: line) {
             var value: UInt64 = 0
             var index = at + Self.marker.count
-            while index < line.endIndex, line[index] >= 0x30, line[index] <= 0x39 {
+            while index < line.count, line[index] >= 0x30, line[index] <= 0x39 {
                 value = value * 10 + UInt64(line[index] - 0x30)
                 index += 1
             }
-            if value != 0 { reception.record(sentAt: value, now: now) }
+            if value != 0 { stamps.append(value) }
         }
-        if Self.find(readyMarker, in: line) != nil { reception.markerSeen() }
+        if Self.find(readyMarker, in: line) != nil { markers += 1 }
     }
 
-    private static func find(_ needle: [UInt8], in line: ArraySlice<UInt8>) -> Int? {
-        guard line.count >= needle.count, let first = needle.first else { return nil }
-        var index = line.startIndex
-        while index <= line.endIndex - needle.count {
-            if line[index] == first, line[index..<(index + needle.count)].elementsEqual(needle) { return index }
-            index += 1
+    /// Where `needle` starts in `line`: `memchr` for its first byte, the rest compared in place (a `memcmp`
+    /// call for a few bytes at every quote of a JSON line cost more than all the rest of the scanning).
+    private static func find(_ needle: [UInt8], in line: UnsafeRawBufferPointer) -> Int? {
+        guard let base = line.baseAddress, let first = needle.first, line.count >= needle.count else { return nil }
+        var start = 0
+        let last = line.count - needle.count
+        while start <= last, let found = memchr(base + start, Int32(first), last - start + 1) {
+            let at = base.distance(to: UnsafeRawPointer(found))
+            var matched = 1
+            while matched < needle.count, line[at + matched] == needle[matched] { matched += 1 }
+            if matched == needle.count { return at }
+            start = at + 1
         }
         return nil
     }
