@@ -132,6 +132,15 @@ import Testing
         #expect(text(batch.chunks) == "refused\n" && batch.finished)
     }
 
+    @Test func anAnswerQueuedBeforeTheWriterStartedWakesItAtOnce() {
+        let outbox = ConnectionOutbox(maxQueuedBytes: 1 << 20, maxStall: .seconds(30))
+        outbox.enqueue(buffer("answer\n"))  // copied as bytes: the client keeps up
+        let wakeups = Mutex(0)
+        outbox.setWakeup { wakeups.withLock { $0 += 1 } }
+        #expect(wakeups.withLock { $0 } == 1)
+        #expect(text(outbox.take().chunks) == "answer\n")
+    }
+
     @Test func theWriterIsWokenOnceUntilItTakesTheQueue() {
         let outbox = ConnectionOutbox(maxQueuedBytes: 1 << 20, maxStall: .seconds(30))
         let wakeups = Mutex(0)

@@ -66,6 +66,9 @@ final class ConnectionOutbox: Sendable {
         var blockedSince: ContinuousClock.Instant?
         var cutOff = false
         var coalesced = 0
+
+        /// Whether nothing is queued, as bytes or as items.
+        var isEmpty: Bool { chunks.isEmpty && items.isEmpty }
     }
 
     private let state = Mutex(State())
@@ -101,7 +104,7 @@ final class ConnectionOutbox: Sendable {
         wakeup.withLock { $0 = Callback(run: wake) }
         // What was queued before the writer existed (an answer, a refusal) is waiting: wake it at once.
         let pending = state.withLock { state -> Bool in
-            guard !state.items.isEmpty || state.closure != .open else { return false }
+            guard !state.isEmpty || state.closure != .open else { return false }
             state.wakeupPending = true
             return true
         }
