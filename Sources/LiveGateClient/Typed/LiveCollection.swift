@@ -228,6 +228,7 @@ public struct LiveCollectionObservation: Sendable {
     public func object(at index: Int) async throws -> ObjectSnapshot? {
         try await resultObjects(offset: index, limit: 1).first
     }
+
     public func invalidate() { notificationToken.invalidate() }
 
     private func move(_ move: PageMoves.Move) async throws -> Bool {

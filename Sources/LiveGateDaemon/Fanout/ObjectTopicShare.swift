@@ -24,6 +24,10 @@ final class ObjectTopicShare: Sendable {
         /// A token joins and receives `last` (the topic's latest change) at once when its filter admits it.
         case add(id: Int, ObjectTopic.Subscriber, last: (change: LiveObjectChange, body: ByteBuffer)?)
         case remove(id: Int)
+
+        /// Whether the operation needs a task of its own, scheduled when it is queued (a joining token: see
+        /// ``ObjectTopicShare/submit(_:)``).
+        var needsOwnTask: Bool { if case .add = self { true } else { false } }
     }
 
     private struct Queue {
@@ -60,17 +64,14 @@ final class ObjectTopicShare: Sendable {
         let schedule = queue.withLock { queue -> Bool in
             if case .deliver = operation {
                 if queue.changes >= Self.maxQueuedChanges, case .deliver? = queue.segments.last?.last {
-                    queue.segments[queue.segments.count - 1][queue.segments[queue.segments.count - 1].count - 1] = operation
+                    queue.segments[queue.segments.count - 1].removeLast()
+                    queue.segments[queue.segments.count - 1].append(operation)
                     queue.replaced += 1
                     return false
                 }
                 queue.changes += 1
             }
-            if case .add = operation {
-                queue.segments.append([operation])
-                return true
-            }
-            guard queue.segments.isEmpty else {
+            if !operation.needsOwnTask, !queue.segments.isEmpty {
                 queue.segments[queue.segments.count - 1].append(operation)
                 return false
             }
@@ -93,18 +94,17 @@ final class ObjectTopicShare: Sendable {
         var bodies: [ByteBuffer] = []
         subscribers.withValue { table in
             for operation in operations {
-                switch operation {
-                case .deliver(let change, let body):
+                if case .deliver(let change, let body) = operation {
                     changes.append(change)
                     // This loop's own copy of the body: the references counted while offering it are then
                     // counted by this thread alone (one count shared by both loops was a contended word).
                     bodies.append(ByteBuffer(bytes: body.readableBytesView))
                     continue
-                case .add, .remove:
-                    if !changes.isEmpty { Self.deliver(changes, bodies, to: &table, finished: &finished) }
-                    changes.removeAll()
-                    bodies.removeAll()
                 }
+                // Changes waiting are delivered before a token joins or leaves.
+                if !changes.isEmpty { Self.deliver(changes, bodies, to: &table, finished: &finished) }
+                changes.removeAll()
+                bodies.removeAll()
                 switch operation {
                 case .deliver: break
                 case .add(let id, var subscriber, let last):

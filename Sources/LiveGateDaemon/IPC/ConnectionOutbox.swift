@@ -119,13 +119,13 @@ final class ConnectionOutbox: Sendable {
 
     /// Queues a complete frame (a response): never coalesced.
     func enqueue(_ frame: ByteBuffer) {
-        inOrder { self.push(.frame(frame), token: nil) }
+        inOrder { self.push(prefix: nil, body: frame, token: nil) }
     }
 
     /// Queues a notification for `token`, replacing an unsent one for the same token. When `fullState` is
     /// given, the body is a change relative to the previous one, and a replacement queues `fullState()`.
     func offer(token: Int64, prefix: ByteBuffer, body: ByteBuffer, fullState: FullState? = nil) {
-        inOrder { self.push(.notification(token: token, prefix: prefix, body: body, fullState: fullState), token: token) }
+        inOrder { self.push(prefix: prefix, body: body, token: token, fullState: fullState) }
     }
 
     /// ``offer(token:prefix:body:fullState:)`` from the connection's event loop itself (the fan-out, whose
@@ -139,36 +139,27 @@ final class ConnectionOutbox: Sendable {
     /// at the positions `admitted` when it is given.
     func offerOnLoop(token: Int64, prefix: ByteBuffer, bodies: [ByteBuffer], admitted: [Int]? = nil) {
         eventLoop?.preconditionInEventLoop()
-        let count = admitted?.count ?? bodies.count
-        var done = 0
-        // The common case, a client that keeps up: the bytes are copied, read in place, and no item is made
-        // (each copy of a buffer, in an item or a local, counts a reference to it).
+        var cutOffNow = false
         let wake = state.withLock { state -> Bool in
-            guard state.closure == .open, state.items.isEmpty, state.blockedSince == nil else { return false }
-            while done < count {
-                let position = admitted?[done] ?? done
-                let byteCount = prefix.readableBytes + bodies[position].readableBytes
-                guard state.queuedBytes + byteCount <= maxQueuedBytes / 2 else { break }
-                Self.copy(prefix, into: &state.chunks)
-                Self.copy(bodies[position], into: &state.chunks)
-                state.queuedBytes += byteCount
-                done += 1
+            guard state.closure == .open else { return false }
+            if let admitted {
+                for position in admitted where !cutOffNow {
+                    cutOffNow = queue(prefix: prefix, body: bodies[position], token: token, fullState: nil, in: &state)
+                }
+            } else {
+                for position in bodies.indices where !cutOffNow {
+                    cutOffNow = queue(prefix: prefix, body: bodies[position], token: token, fullState: nil, in: &state)
+                }
             }
-            return done > 0 && Self.needsWakeup(&state)
+            return Self.needsWakeup(&state)
         }
-        if wake { wakeup.withLock { $0 }?.run() }
-        // The client is behind: the rest go the way that coalesces.
-        while done < count {
-            let position = admitted?[done] ?? done
-            push(.notification(token: token, prefix: prefix, body: bodies[position], fullState: nil), token: token)
-            done += 1
-        }
+        afterQueueing(wake: wake, cutOff: cutOffNow)
     }
 
     /// Queues a notification for `token` that is never coalesced (a stream message: each one is news, none
     /// replaces another). A client too slow for them is cut off like any other.
     func append(token: Int64, prefix: ByteBuffer, body: ByteBuffer) {
-        inOrder { self.push(.message(prefix: prefix, body: body), token: nil) }
+        inOrder { self.push(prefix: prefix, body: body, token: nil) }
     }
 
     /// Stops accepting; queued items (and `final`, if given) are still written, then the writer ends.
@@ -179,7 +170,7 @@ final class ConnectionOutbox: Sendable {
     private func closeNow(final: ByteBuffer?) {
         let wake = state.withLock { state -> Bool in
             guard state.closure == .open else { return false }
-            if let final { Self.appendUncoalesced(.frame(final), to: &state) }
+            if let final { Self.appendFrame(final, to: &state) }
             state.closure = .draining
             return Self.needsWakeup(&state)
         }
@@ -220,17 +211,46 @@ final class ConnectionOutbox: Sendable {
     var coalescedCount: Int { state.withLock { $0.coalesced } }
     var queuedBytes: Int { state.withLock { $0.queuedBytes } }
 
-    private func push(_ item: Item, token: Int64?) {
+    private func push(prefix: ByteBuffer?, body: ByteBuffer, token: Int64?, fullState: FullState? = nil) {
         var cutOffNow = false
         let wake = state.withLock { state -> Bool in
             guard state.closure == .open else { return false }
-            let behind = state.blockedSince != nil || state.queuedBytes > maxQueuedBytes / 2
+            cutOffNow = queue(prefix: prefix, body: body, token: token, fullState: fullState, in: &state)
+            return Self.needsWakeup(&state)
+        }
+        afterQueueing(wake: wake, cutOff: cutOffNow)
+    }
+
+    private func afterQueueing(wake: Bool, cutOff: Bool) {
+        if wake { wakeup.withLock { $0 }?.run() }
+        if cutOff, let handler = cutOffHandler.withLock({ $0 }) { handler.run() }
+    }
+
+    /// Queues one frame (`prefix` `nil`), notification (`token` given: it may coalesce) or message; `true`
+    /// when that cut the client off. While the client keeps up the bytes are copied, read in place, and no
+    /// item is made (each copy of a buffer, in an item or a local, counts a reference to it — the body is
+    /// shared by every connection).
+    private func queue(prefix: ByteBuffer?, body: ByteBuffer, token: Int64?, fullState: FullState?, in state: inout State) -> Bool {
+        let behind = state.blockedSince != nil || state.queuedBytes > maxQueuedBytes / 2
+        if !behind && state.items.isEmpty {
+            if let prefix { Self.copy(prefix, into: &state.chunks) }
+            Self.copy(body, into: &state.chunks)
+            state.queuedBytes += (prefix?.readableBytes ?? 0) + body.readableBytes
+        } else {
+            let item: Item =
+                if let prefix {
+                    if let token {
+                        .notification(token: token, prefix: prefix, body: body, fullState: fullState)
+                    } else {
+                        .message(prefix: prefix, body: body)
+                    }
+                } else {
+                    .frame(body)
+                }
             // The index by token is only needed to coalesce, which only happens once the client is behind:
             // built then (from what is queued as items), not kept up for a client that keeps up.
             if behind && !state.indexed { Self.index(&state) }
-            if !behind && state.items.isEmpty {
-                Self.appendUncoalesced(item, to: &state)
-            } else if let token, behind, let index = state.indexByToken[token] {
+            if let token, behind, let index = state.indexByToken[token] {
                 var item = item
                 if case .notification(_, let prefix, _, let fullState?) = item, let full = fullState() {
                     item = .notification(token: token, prefix: prefix, body: full, fullState: fullState)
@@ -243,25 +263,17 @@ final class ConnectionOutbox: Sendable {
                 state.items.append(item)
                 state.queuedBytes += item.byteCount
             }
-            let stalled = state.blockedSince.map { ContinuousClock.now - $0 >= maxStall } ?? false
-            if state.queuedBytes > maxQueuedBytes || stalled {
-                Self.cutOff(&state, stalled: stalled, limit: maxQueuedBytes)
-                cutOffNow = true
-            }
-            return Self.needsWakeup(&state)
         }
-        if wake { wakeup.withLock { $0 }?.run() }
-        if cutOffNow, let handler = cutOffHandler.withLock({ $0 }) { handler.run() }
+        let stalled = state.blockedSince.map { ContinuousClock.now - $0 >= maxStall } ?? false
+        guard state.queuedBytes > maxQueuedBytes || stalled else { return false }
+        Self.cutOff(&state, stalled: stalled, limit: maxQueuedBytes)
+        return true
     }
 
-    /// Queues `item` after everything queued: copied into the byte buffer while nothing waits as items.
-    private static func appendUncoalesced(_ item: Item, to state: inout State) {
-        if state.items.isEmpty {
-            copy(item, into: &state.chunks)
-        } else {
-            state.items.append(item)
-        }
-        state.queuedBytes += item.byteCount
+    /// Queues `frame` after everything queued, whatever the client's pace and the limit (a last word).
+    private static func appendFrame(_ frame: ByteBuffer, to state: inout State) {
+        if state.items.isEmpty { copy(frame, into: &state.chunks) } else { state.items.append(.frame(frame)) }
+        state.queuedBytes += frame.readableBytes
     }
 
     private static func copy(_ item: Item, into chunks: inout [ByteBuffer]) {
@@ -320,7 +332,7 @@ final class ConnectionOutbox: Sendable {
             method: NotificationMethod.connectionClosing,
             params: ConnectionClosingParams(code: .limitExceeded, message: reason)
         ) {
-            appendUncoalesced(.frame(final), to: &state)
+            appendFrame(final, to: &state)
         }
     }
 }

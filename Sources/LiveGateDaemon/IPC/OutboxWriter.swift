@@ -5,10 +5,11 @@ import NIOCore
 import Synchronization
 
 /// Writes a connection's outbox to its socket from the channel's event loop, with no task or continuation per
-/// write: woken by the outbox when something is queued, it takes everything queued (a few chunks of bytes) and writes it
-/// with one flush, so a burst of notifications costs one system call per connection, not one per notification. While
-/// the client's socket is full (the channel is not writable) it writes nothing and waits for NIO to report
-/// writability; the outbox meanwhile coalesces, and cuts the client off if that lasts too long.
+/// write: woken by the outbox when something is queued, it takes everything queued (a few chunks of bytes) and
+/// writes it with one flush, so a burst of notifications costs one system call per connection, not one per
+/// notification. While the client's socket is full (the channel is not writable) it writes nothing and waits
+/// for NIO to report writability; the outbox meanwhile coalesces, and cuts the client off if that lasts too
+/// long.
 ///
 /// Sits in the pipeline after the frame decoder (it passes frames on untouched) so that it sees writability
 /// changes. Its state is guarded by a lock because ``start(_:channel:)`` comes from the connection's task.
