@@ -18,14 +18,21 @@ import Testing
         )
     }
 
-    func subscriber(_ outbox: ConnectionOutbox, _ loop: any EventLoop, token: Int64, once: Bool = false) -> ObjectTopic.Subscriber {
+    func subscriber(
+        _ outbox: ConnectionOutbox,
+        _ loop: any EventLoop,
+        token: Int64,
+        once: Bool = false,
+        options: ObserveOptions? = nil,
+        sinceVersion: Int64? = nil
+    ) -> ObjectTopic.Subscriber {
         ObjectTopic.Subscriber(
             outbox: outbox,
             eventLoop: loop,
             token: token,
             prefix: ByteBuffer(string: "t\(token):"),
-            options: ObserveOptions(once: once),
-            sinceVersion: nil,
+            options: options ?? ObserveOptions(once: once),
+            sinceVersion: sinceVersion,
             onFinished: {}
         )
     }
@@ -76,6 +83,43 @@ import Testing
         let kept = Array(1..<ObjectTopicShare.maxQueuedChanges) + [count]
         #expect(text(outbox.take().chunks) == kept.map { "t1:v\($0)\n" }.joined())
         #expect(share.replacedChanges == 76)
+    }
+
+    @Test func eachTokenGetsWhatItsOwnFilterAdmitsFromOneBatch() {
+        let loop = EmbeddedEventLoop()
+        let outbox = ConnectionOutbox(maxQueuedBytes: 1 << 20, maxStall: .seconds(30), eventLoop: loop)
+        let share = ObjectTopicShare(eventLoop: loop)
+        func change(_ version: Int64, a: Double, b: Double, _ status: DataStatus, _ loading: LoadingStatus) -> LiveObjectChange {
+            LiveObjectChange(
+                snapshot: Entity(
+                    collection: "c",
+                    id: "o",
+                    version: version,
+                    data: ["a": .number(a), "b": .number(b)],
+                    createdAt: "c",
+                    updatedAt: "u"
+                ),
+                dataStatus: status,
+                loadingStatus: loading
+            )
+        }
+        share.submit(.add(id: 1, subscriber(outbox, loop, token: 1), last: nil))
+        share.submit(.add(id: 2, subscriber(outbox, loop, token: 2, options: ObserveOptions(policy: .freshOnly)), last: nil))
+        share.submit(.add(id: 3, subscriber(outbox, loop, token: 3, options: ObserveOptions(fields: ["a"])), last: nil))
+        share.submit(.add(id: 4, subscriber(outbox, loop, token: 4, sinceVersion: 2), last: nil))
+        let changes = [
+            change(1, a: 1, b: 1, .local, .loading), change(2, a: 1, b: 1, .fresh, .loaded),
+            change(3, a: 1, b: 2, .fresh, .loaded), change(4, a: 2, b: 2, .fresh, .loaded),
+        ]
+        // All four in one task: one batch, decided once per change for the stateless tokens (1, 2, 4) and
+        // by its own filter for the field-filtered one.
+        for change in changes { share.submit(.deliver(change, ByteBuffer(string: "v\(change.snapshot!.version)\n"))) }
+        loop.run()
+        let lines = text(outbox.take().chunks).split(separator: "\n").map(String.init)
+        #expect(lines.filter { $0.hasPrefix("t1:") } == ["t1:v1", "t1:v2", "t1:v3", "t1:v4"])
+        #expect(lines.filter { $0.hasPrefix("t2:") } == ["t2:v2", "t2:v3", "t2:v4"], "fresh only")
+        #expect(lines.filter { $0.hasPrefix("t3:") } == ["t3:v1", "t3:v2", "t3:v4"], "v3 changed only b")
+        #expect(lines.filter { $0.hasPrefix("t4:") } == ["t4:v3", "t4:v4"], "nothing at or below the version seen")
     }
 
     @Test func aOnceTokenLeavesAfterItsOneNotification() {

@@ -169,4 +169,15 @@ private func entity(_ version: Int64, _ text: String = "v", deleted: Bool = fals
     @Test func freshOnlyOnceFiresWithTheFreshVersion() {
         #expect(admitted(ObserveOptions(policy: .freshOnly, once: true), [localLoading, fresh, fresh]) == [false, true, false])
     }
+
+    @Test func aStatelessFilterDecidesAsItsPolicyAloneDoes() {
+        let notice = LiveObjectChange(snapshot: entity(2), dataStatus: .fresh, loadingStatus: .loading, resync: true)
+        let changes = [localLoading, notExistLoading, fresh, notice, fresh]
+        for policy in [ObservePolicy.localThenFresh, .freshOnly] {
+            #expect(ObserverFilter(options: ObserveOptions(policy: policy)).isStateless)
+            #expect(admitted(ObserveOptions(policy: policy), changes) == changes.map { ObserverFilter.admits($0, policy: policy) })
+        }
+        #expect(!ObserverFilter(options: ObserveOptions(once: true)).isStateless, "a once filter remembers it fired")
+        #expect(!ObserverFilter(options: ObserveOptions(fields: ["text"])).isStateless, "a field filter remembers what it sent")
+    }
 }

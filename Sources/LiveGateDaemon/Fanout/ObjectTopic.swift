@@ -21,6 +21,9 @@ final class ObjectTopic: Sendable {
         /// `{"jsonrpc":"2.0","method":"object.changed","params":{"token":N,` — built once per token.
         let prefix: ByteBuffer
         var filter: ObserverFilter
+        /// Whether `filter` decides by the change alone (``ObserverFilter/isStateless``): then the decision
+        /// made once per change for its policy is this token's too.
+        let stateless: Bool
         /// A re-observation's last version seen: no snapshot of this version or older is sent again (a resync
         /// notice is, and so is a deletion).
         let sinceVersion: Int64?
@@ -43,14 +46,45 @@ final class ObjectTopic: Sendable {
             self.token = token
             self.prefix = prefix
             self.filter = ObserverFilter(options: options)
+            self.stateless = filter.isStateless
             self.sinceVersion = sinceVersion
             self.onFinished = onFinished
         }
 
         /// Whether the token receives `change`.
         mutating func admits(_ change: LiveObjectChange) -> Bool {
-            if let sinceVersion, !change.resync, let version = change.snapshot?.version, version <= sinceVersion { return false }
-            return filter.admit(change)
+            admits(ChangeFacts(change)) ?? filter.admit(change)
+        }
+
+        /// Whether the token receives the change `facts` describe, when that is known from them alone; `nil`
+        /// when its filter has to see the change (``filter``'s `admit`). Reads nothing of the change itself:
+        /// a copy of one counts references to everything in it, per token.
+        func admits(_ facts: ChangeFacts) -> Bool? {
+            if let sinceVersion, !facts.resync, let version = facts.version, version <= sinceVersion { return false }
+            return stateless ? facts.admitted(by: filter.policy) : nil
+        }
+    }
+
+    /// What the tokens' decisions about one change depend on, worked out once per change (not per token).
+    struct ChangeFacts {
+        let version: Int64?
+        let resync: Bool
+        /// Whether a stateless filter with each policy admits the change.
+        let admittedLocalThenFresh: Bool
+        let admittedFreshOnly: Bool
+
+        init(_ change: LiveObjectChange) {
+            version = change.snapshot?.version
+            resync = change.resync
+            admittedLocalThenFresh = ObserverFilter.admits(change, policy: .localThenFresh)
+            admittedFreshOnly = ObserverFilter.admits(change, policy: .freshOnly)
+        }
+
+        func admitted(by policy: LiveSDK.ObservePolicy) -> Bool {
+            switch policy {
+            case .localThenFresh: admittedLocalThenFresh
+            case .freshOnly: admittedFreshOnly
+            }
         }
     }
 

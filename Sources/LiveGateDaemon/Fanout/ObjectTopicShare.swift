@@ -91,19 +91,22 @@ final class ObjectTopicShare: Sendable {
         }
         var finished: [@Sendable () -> Void] = []
         var changes: [LiveObjectChange] = []
-        var bodies: [ByteBuffer] = []
+        var facts: [ObjectTopic.ChangeFacts] = []
+        var bodies = SharedBodies()
         subscribers.withValue { table in
             for operation in operations {
                 if case .deliver(let change, let body) = operation {
                     changes.append(change)
-                    // This loop's own copy of the body: the references counted while offering it are then
+                    facts.append(ObjectTopic.ChangeFacts(change))
+                    // Copied into this loop's own buffer: the references counted while offering it are then
                     // counted by this thread alone (one count shared by both loops was a contended word).
-                    bodies.append(ByteBuffer(bytes: body.readableBytesView))
+                    bodies.append(body)
                     continue
                 }
                 // Changes waiting are delivered before a token joins or leaves.
-                if !changes.isEmpty { Self.deliver(changes, bodies, to: &table, finished: &finished) }
+                if !changes.isEmpty { Self.deliver(changes, facts, bodies, to: &table, finished: &finished) }
                 changes.removeAll()
+                facts.removeAll()
                 bodies.removeAll()
                 switch operation {
                 case .deliver: break
@@ -119,7 +122,7 @@ final class ObjectTopicShare: Sendable {
                 case .remove(let id): table[id] = nil
                 }
             }
-            if !changes.isEmpty { Self.deliver(changes, bodies, to: &table, finished: &finished) }
+            if !changes.isEmpty { Self.deliver(changes, facts, bodies, to: &table, finished: &finished) }
         }
         for callback in finished { callback() }
     }
@@ -129,7 +132,8 @@ final class ObjectTopicShare: Sendable {
     /// its connection's outbox, so a loop that fell behind catches up with less work per change.
     private static func deliver(
         _ changes: [LiveObjectChange],
-        _ bodies: [ByteBuffer],
+        _ facts: [ObjectTopic.ChangeFacts],
+        _ bodies: SharedBodies,
         to table: inout [Int: ObjectTopic.Subscriber],
         finished: inout [@Sendable () -> Void]
     ) {
@@ -143,7 +147,12 @@ final class ObjectTopicShare: Sendable {
         while index != table.values.endIndex {
             defer { index = table.values.index(after: index) }
             admitted.removeAll(keepingCapacity: true)
-            for position in changes.indices where table.values[index].admits(changes[position]) { admitted.append(position) }
+            for position in facts.indices {
+                // Most tokens decide from the facts; only a stateful filter (fields, once) reads the change.
+                if table.values[index].admits(facts[position]) ?? table.values[index].filter.admit(changes[position]) {
+                    admitted.append(position)
+                }
+            }
             guard !admitted.isEmpty else { continue }
             // Fields read in place (a `let` copy of the subscriber would count its references again).
             table.values[index].outbox.offerOnLoop(

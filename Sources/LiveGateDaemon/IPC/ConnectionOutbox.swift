@@ -62,8 +62,10 @@ final class ConnectionOutbox: Sendable {
         var closure = Closure.open
         /// Set when the wake-up was called and the writer has not taken the queue since.
         var wakeupPending = false
-        /// Since when the writer cannot write (the client's socket is full); `nil` while it can.
-        var blockedSince: ContinuousClock.Instant?
+        /// Since when the writer cannot write (the client's socket is full); `nil` while it can. (A
+        /// `NIODeadline`, not a `ContinuousClock.Instant`: checking a resilient standard-library type's
+        /// optional for `nil` is a call through its value witnesses, and this is checked per notification.)
+        var blockedSince: NIODeadline?
         var cutOff = false
         var coalesced = 0
 
@@ -83,6 +85,7 @@ final class ConnectionOutbox: Sendable {
     private let cutOffHandler = Mutex<Callback?>(nil)
     let maxQueuedBytes: Int
     let maxStall: Duration
+    private let maxStallTime: TimeAmount
     /// The connection's event loop, where every change is made; `nil`: at once, on the caller's thread (unit
     /// tests, which take from the queue on the same thread).
     let eventLoop: (any EventLoop)?
@@ -90,6 +93,8 @@ final class ConnectionOutbox: Sendable {
     init(maxQueuedBytes: Int, maxStall: Duration, eventLoop: (any EventLoop)? = nil) {
         self.maxQueuedBytes = maxQueuedBytes
         self.maxStall = maxStall
+        let (seconds, attoseconds) = maxStall.components
+        maxStallTime = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
         self.eventLoop = eventLoop
     }
 
@@ -131,24 +136,63 @@ final class ConnectionOutbox: Sendable {
     /// ``offer(token:prefix:body:fullState:)`` from the connection's event loop itself (the fan-out, whose
     /// tasks run there in order): queued at once.
     func offerOnLoop(token: Int64, prefix: ByteBuffer, body: ByteBuffer) {
-        offerOnLoop(token: token, prefix: prefix, bodies: [body])
+        eventLoop?.preconditionInEventLoop()
+        push(prefix: prefix, body: body, token: token)
     }
 
     /// Several notifications for `token`, in order, from the connection's event loop: what a fan-out task
-    /// that had several changes waiting offers each token (one lock, one wake-up). `bodies`, or only those
-    /// at the positions `admitted` when it is given.
-    func offerOnLoop(token: Int64, prefix: ByteBuffer, bodies: [ByteBuffer], admitted: [Int]? = nil) {
+    /// that had several changes waiting offers each token (one lock, one wake-up). All of `bodies`, or only
+    /// those at the positions `admitted` when it is given.
+    func offerOnLoop(token: Int64, prefix: ByteBuffer, bodies: SharedBodies, admitted: [Int]? = nil) {
         eventLoop?.preconditionInEventLoop()
         var cutOffNow = false
         let wake = state.withLock { state -> Bool in
             guard state.closure == .open else { return false }
-            if let admitted {
-                for position in admitted where !cutOffNow {
-                    cutOffNow = queue(prefix: prefix, body: bodies[position], token: token, fullState: nil, in: &state)
+            let count = admitted?.count ?? bodies.count
+            if copiesBytes(state) {
+                // Keeping up: the token's prefix and each body, as many as fit in the last chunk copied with one
+                // access to its storage (a `writeBytes` per piece checked exclusive access to it each time: a
+                // tenth of the daemon's time), then the rest into new chunks of the usual sizes.
+                bodies.bytes.withUnsafeReadableBytes { all in
+                    prefix.withUnsafeReadableBytes { prefixBytes in
+                        func notification(_ index: Int) -> UnsafeRawBufferPointer {
+                            UnsafeRawBufferPointer(rebasing: all[bodies.ranges[admitted?[index] ?? index]])
+                        }
+                        var next = 0
+                        while next < count {
+                            let first = prefixBytes.count + notification(next).count
+                            reserve(first, in: &state.chunks)
+                            let room = state.chunks[state.chunks.count - 1].writableBytes
+                            var end = next + 1
+                            var byteCount = first
+                            while end < count, byteCount + prefixBytes.count + notification(end).count <= room {
+                                byteCount += prefixBytes.count + notification(end).count
+                                end += 1
+                            }
+                            let range = next..<end
+                            write(byteCount, into: &state.chunks) { destination in
+                                var offset = 0
+                                func put(_ piece: UnsafeRawBufferPointer) {
+                                    guard let source = piece.baseAddress else { return }
+                                    (destination + offset).copyMemory(from: source, byteCount: piece.count)
+                                    offset += piece.count
+                                }
+                                for index in range {
+                                    put(prefixBytes)
+                                    put(notification(index))
+                                }
+                            }
+                            state.queuedBytes += byteCount
+                            next = end
+                        }
+                    }
                 }
+                cutOffNow = cutOffIfOverLimit(&state)
             } else {
-                for position in bodies.indices where !cutOffNow {
-                    cutOffNow = queue(prefix: prefix, body: bodies[position], token: token, fullState: nil, in: &state)
+                for index in 0..<count where !cutOffNow {
+                    let body = bodies.body(at: admitted?[index] ?? index)
+                    queueItem(prefix: prefix, body: body, token: token, fullState: nil, in: &state)
+                    cutOffNow = cutOffIfOverLimit(&state)
                 }
             }
             return Self.needsWakeup(&state)
@@ -170,7 +214,7 @@ final class ConnectionOutbox: Sendable {
     private func closeNow(final: ByteBuffer?) {
         let wake = state.withLock { state -> Bool in
             guard state.closure == .open else { return false }
-            if let final { Self.appendFrame(final, to: &state) }
+            if let final { appendFrame(final, to: &state) }
             state.closure = .draining
             return Self.needsWakeup(&state)
         }
@@ -184,7 +228,7 @@ final class ConnectionOutbox: Sendable {
             state.wakeupPending = false
             var chunks: [ByteBuffer] = []
             swap(&chunks, &state.chunks)
-            for item in state.items { Self.copy(item, into: &chunks) }
+            for item in state.items { copy(item, into: &chunks) }
             state.items.removeAll(keepingCapacity: true)
             state.indexByToken.removeAll(keepingCapacity: true)
             state.indexed = false
@@ -196,7 +240,7 @@ final class ConnectionOutbox: Sendable {
     /// The writer cannot write (the client's socket is full): from now on the stall clock runs.
     func writerBlocked() {
         state.withLock { state in
-            if state.blockedSince == nil { state.blockedSince = .now }
+            if state.blockedSince == nil { state.blockedSince = .now() }
         }
     }
 
@@ -231,52 +275,75 @@ final class ConnectionOutbox: Sendable {
     /// item is made (each copy of a buffer, in an item or a local, counts a reference to it — the body is
     /// shared by every connection).
     private func queue(prefix: ByteBuffer?, body: ByteBuffer, token: Int64?, fullState: FullState?, in state: inout State) -> Bool {
-        let behind = state.blockedSince != nil || state.queuedBytes > maxQueuedBytes / 2
-        if !behind && state.items.isEmpty {
-            if let prefix { Self.copy(prefix, into: &state.chunks) }
-            Self.copy(body, into: &state.chunks)
+        if copiesBytes(state) {
+            if let prefix { copy(prefix, into: &state.chunks) }
+            copy(body, into: &state.chunks)
             state.queuedBytes += (prefix?.readableBytes ?? 0) + body.readableBytes
         } else {
-            let item: Item =
-                if let prefix {
-                    if let token {
-                        .notification(token: token, prefix: prefix, body: body, fullState: fullState)
-                    } else {
-                        .message(prefix: prefix, body: body)
-                    }
-                } else {
-                    .frame(body)
-                }
-            // The index by token is only needed to coalesce, which only happens once the client is behind:
-            // built then (from what is queued as items), not kept up for a client that keeps up.
-            if behind && !state.indexed { Self.index(&state) }
-            if let token, behind, let index = state.indexByToken[token] {
-                var item = item
-                if case .notification(_, let prefix, _, let fullState?) = item, let full = fullState() {
-                    item = .notification(token: token, prefix: prefix, body: full, fullState: fullState)
-                }
-                state.queuedBytes += item.byteCount - state.items[index].byteCount
-                state.items[index] = item
-                state.coalesced += 1
-            } else {
-                if let token, state.indexed { state.indexByToken[token] = state.items.count }
-                state.items.append(item)
-                state.queuedBytes += item.byteCount
-            }
+            queueItem(prefix: prefix, body: body, token: token, fullState: fullState, in: &state)
         }
-        let stalled = state.blockedSince.map { ContinuousClock.now - $0 >= maxStall } ?? false
+        return cutOffIfOverLimit(&state)
+    }
+
+    /// Whether the client is behind: its socket is full, or half the byte budget is queued. Notifications
+    /// queued from then on may coalesce.
+    private func isBehind(_ state: State) -> Bool {
+        state.blockedSince != nil || state.queuedBytes > maxQueuedBytes / 2
+    }
+
+    /// Whether what is queued next is copied as bytes: the client keeps up, and nothing waits as items.
+    private func copiesBytes(_ state: State) -> Bool {
+        state.items.isEmpty && !isBehind(state)
+    }
+
+    /// Queues what ``copiesBytes(_:)`` does not copy, as an item; a notification for a token with one unsent
+    /// replaces it once the client is behind.
+    private func queueItem(prefix: ByteBuffer?, body: ByteBuffer, token: Int64?, fullState: FullState?, in state: inout State) {
+        let behind = isBehind(state)
+        let item: Item =
+            if let prefix {
+                if let token {
+                    .notification(token: token, prefix: prefix, body: body, fullState: fullState)
+                } else {
+                    .message(prefix: prefix, body: body)
+                }
+            } else {
+                .frame(body)
+            }
+        // The index by token is only needed to coalesce, which only happens once the client is behind:
+        // built then (from what is queued as items), not kept up for a client that keeps up.
+        if behind && !state.indexed { Self.index(&state) }
+        if let token, behind, let index = state.indexByToken[token] {
+            var item = item
+            if case .notification(_, let prefix, _, let fullState?) = item, let full = fullState() {
+                item = .notification(token: token, prefix: prefix, body: full, fullState: fullState)
+            }
+            state.queuedBytes += item.byteCount - state.items[index].byteCount
+            state.items[index] = item
+            state.coalesced += 1
+        } else {
+            if let token, state.indexed { state.indexByToken[token] = state.items.count }
+            state.items.append(item)
+            state.queuedBytes += item.byteCount
+        }
+    }
+
+    /// Cuts the client off when more than the byte budget waits or the writer has been blocked for longer
+    /// than `maxStall`; `true` when it did.
+    private func cutOffIfOverLimit(_ state: inout State) -> Bool {
+        let stalled = state.blockedSince.map { NIODeadline.now() - $0 >= maxStallTime } ?? false
         guard state.queuedBytes > maxQueuedBytes || stalled else { return false }
-        Self.cutOff(&state, stalled: stalled, limit: maxQueuedBytes)
+        cutOff(&state, stalled: stalled, limit: maxQueuedBytes)
         return true
     }
 
     /// Queues `frame` after everything queued, whatever the client's pace and the limit (a last word).
-    private static func appendFrame(_ frame: ByteBuffer, to state: inout State) {
+    private func appendFrame(_ frame: ByteBuffer, to state: inout State) {
         if state.items.isEmpty { copy(frame, into: &state.chunks) } else { state.items.append(.frame(frame)) }
         state.queuedBytes += frame.readableBytes
     }
 
-    private static func copy(_ item: Item, into chunks: inout [ByteBuffer]) {
+    private func copy(_ item: Item, into chunks: inout [ByteBuffer]) {
         switch item {
         case .frame(let buffer): copy(buffer, into: &chunks)
         case .notification(_, let prefix, let body, _), .message(let prefix, let body):
@@ -294,12 +361,34 @@ final class ConnectionOutbox: Sendable {
 
     /// Appends `buffer`'s bytes to the last chunk, or to a new one when they do not fit (reading them in
     /// place: `writeImmutableBuffer` copies the buffer first, and so counts a reference to its storage).
-    private static func copy(_ buffer: ByteBuffer, into chunks: inout [ByteBuffer]) {
-        let byteCount = buffer.readableBytes
-        if chunks.isEmpty || chunks[chunks.count - 1].writableBytes < byteCount {
-            chunks.append(ByteBufferAllocator().buffer(capacity: max(byteCount, chunks.isEmpty ? firstChunkBytes : chunkBytes)))
-        }
-        _ = buffer.withUnsafeReadableBytes { chunks[chunks.count - 1].writeBytes($0) }
+    private func copy(_ buffer: ByteBuffer, into chunks: inout [ByteBuffer]) {
+        buffer.withUnsafeReadableBytes { copy($0, into: &chunks) }
+    }
+
+    private func copy(_ bytes: UnsafeRawBufferPointer, into chunks: inout [ByteBuffer]) {
+        guard let source = bytes.baseAddress else { return }
+        append(byteCount: bytes.count, to: &chunks) { $0.copyMemory(from: source, byteCount: bytes.count) }
+    }
+
+    /// Appends `byteCount` bytes, which `write` writes in place, to the last chunk, or to a new one when they
+    /// do not fit.
+    private func append(byteCount: Int, to chunks: inout [ByteBuffer], _ write: (UnsafeMutableRawPointer) -> Void) {
+        guard byteCount > 0 else { return }
+        reserve(byteCount, in: &chunks)
+        self.write(byteCount, into: &chunks, write)
+    }
+
+    /// Makes room for `byteCount` bytes after the last chunk's: a new chunk when they do not fit.
+    private func reserve(_ byteCount: Int, in chunks: inout [ByteBuffer]) {
+        guard chunks.isEmpty || chunks[chunks.count - 1].writableBytes < byteCount else { return }
+        let capacity = max(byteCount, chunks.isEmpty ? Self.firstChunkBytes : Self.chunkBytes)
+        chunks.append(ByteBufferAllocator().buffer(capacity: capacity))
+    }
+
+    /// Writes `byteCount` bytes with `write` into the last chunk, which has room for them (``reserve(_:in:)``).
+    private func write(_ byteCount: Int, into chunks: inout [ByteBuffer], _ write: (UnsafeMutableRawPointer) -> Void) {
+        chunks[chunks.count - 1].withUnsafeMutableWritableBytes { write($0.baseAddress!) }
+        chunks[chunks.count - 1].moveWriterIndex(forwardBy: byteCount)
     }
 
     /// Indexes the queued notifications that may be coalesced, by token (the latest for each).
@@ -316,7 +405,7 @@ final class ConnectionOutbox: Sendable {
         return true
     }
 
-    private static func cutOff(_ state: inout State, stalled: Bool, limit: Int) {
+    private func cutOff(_ state: inout State, stalled: Bool, limit: Int) {
         let reason =
             stalled
             ? "this client did not read its notifications for too long; reconnect and re-observe"

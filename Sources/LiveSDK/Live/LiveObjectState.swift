@@ -315,6 +315,21 @@ public struct ObserverFilter: Sendable {
         fieldFilter = options.fields.map { .watching($0) } ?? .none
     }
 
+    /// Whether this filter decides by the change alone and remembers nothing (no field filter, not `once`):
+    /// then ``admit(_:)`` is ``admits(_:policy:)`` for its policy, and one answer per change serves every such
+    /// observer (what a fan-out to many observers computes once).
+    public var isStateless: Bool {
+        guard !once else { return false }
+        if case .none = fieldFilter { return true }
+        return false
+    }
+
+    /// Whether an observer with `policy`, no field filter and not `once`, receives `change`.
+    public static func admits(_ change: LiveObjectChange, policy: ObservePolicy) -> Bool {
+        var filter = ObserverFilter(options: ObserveOptions(policy: policy))
+        return filter.admitByPolicy(change)
+    }
+
     /// Whether `change` goes to this observer. After a `once` observer's delivery, ``finished`` is true.
     public mutating func admit(_ change: LiveObjectChange) -> Bool {
         guard !finished else { return false }
