@@ -3,6 +3,7 @@
 import LiveGateSystemd
 import LiveSDK
 import Logging
+import NIOPosix
 import ServiceLifecycle
 import UnixSignals
 
@@ -44,6 +45,7 @@ public struct LiveGateDaemon: Sendable {
             sessionWatch: SessionWatch(),
             startedAt: .now,
             connections: ConnectionRegistry(),
+            flushers: LoopFlushers(group: MultiThreadedEventLoopGroup.singleton),
             notifier: notifier
         )
         await CloudEventLog(logger: logger).attach(to: engine)

@@ -28,6 +28,7 @@ struct IPCServer: Service {
     func run() async throws {
         let configuration = context.configuration
         let settings = context.settings
+        let flushers = context.flushers
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 1024)
             .childChannelOption(.writeBufferWaterMark, value: .init(low: 32 << 10, high: 256 << 10))
@@ -36,7 +37,7 @@ struct IPCServer: Service {
                 // Limits are read per connection, so a reload applies to every connection opened after it.
                 let maxFrameBytes = settings.limits.maxFrameBytes
                 try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(JSONLineFrameDecoder(maxFrameBytes: maxFrameBytes)))
-                try channel.pipeline.syncOperations.addHandler(OutboxWriter())
+                try channel.pipeline.syncOperations.addHandler(OutboxWriter(flusher: flushers.of(channel.eventLoop)))
                 return try NIOAsyncChannel(
                     wrappingChannelSynchronously: channel,
                     configuration: .init(inboundType: InboundFrame.self, outboundType: ByteBuffer.self)

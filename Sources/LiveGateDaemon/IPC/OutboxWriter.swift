@@ -5,7 +5,8 @@ import NIOCore
 import Synchronization
 
 /// Writes a connection's outbox to its socket from the channel's event loop, with no task or continuation per
-/// write: woken by the outbox when something is queued, it takes everything queued (a few chunks of bytes) and
+/// write: woken by the outbox when something is queued, it joins its loop's next flush (``LoopFlusher``: one
+/// task for all the loop's connections with bytes), takes everything queued (a few chunks of bytes) and
 /// writes it with one flush, so a burst of notifications costs one system call per connection, not one per
 /// notification. While the client's socket is full (the channel is not writable) it writes nothing and waits
 /// for NIO to report writability; the outbox meanwhile coalesces, and cuts the client off if that lasts too
@@ -22,11 +23,17 @@ final class OutboxWriter: ChannelInboundHandler, Sendable {
     }
 
     private let state = Mutex(State())
+    /// The flusher of the channel's loop; `nil`: a task of its own per wake-up.
+    private let flusher: LoopFlusher?
     /// This handler's place in the pipeline: writes start here, next to the head, rather than at the tail
     /// (through the async channel's handlers, each a hop that retains and releases the buffer — with one
     /// body shared by every connection, those atomic reference counts were half the daemon's time at 1,000
     /// subscribers).
     private let context = Mutex<NIOLoopBound<ChannelHandlerContext>?>(nil)
+
+    init(flusher: LoopFlusher? = nil) {
+        self.flusher = flusher
+    }
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context.withLock { $0 = NIOLoopBound(context, eventLoop: context.eventLoop) }
@@ -42,8 +49,13 @@ final class OutboxWriter: ChannelInboundHandler, Sendable {
         let done = channel.eventLoop.makePromise(of: Void.self)
         state.withLock { $0 = State(outbox: outbox, done: done) }
         channel.closeFuture.whenComplete { _ in self.finish() }
-        outbox.setWakeup { [self] in
-            channel.eventLoop.execute { self.drain(channel) }
+        if let flusher {
+            let drain = LoopFlusher.Drain { self.drain(channel) }
+            outbox.setWakeup { flusher.schedule(drain) }
+        } else {
+            outbox.setWakeup { [self] in
+                channel.eventLoop.execute { self.drain(channel) }
+            }
         }
         return done.futureResult
     }
