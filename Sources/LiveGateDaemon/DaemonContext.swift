@@ -16,7 +16,7 @@ struct DaemonContext: Sendable {
     /// When the daemon started, for `daemon.stats`.
     let startedAt: ContinuousClock.Instant
     let connections: ConnectionRegistry
-    /// The flusher of each event loop serving clients.
+    /// The flusher (and chunk pool) of each event loop serving clients.
     let flushers: LoopFlushers
     let notifier: any ReadinessNotifier
 }

@@ -53,7 +53,8 @@ final class ClientConnection: Sendable {
         self.outbox = ConnectionOutbox(
             maxQueuedBytes: limits.maxQueuedBytesPerConnection,
             maxStall: limits.maxStall,
-            eventLoop: eventLoop
+            eventLoop: eventLoop,
+            chunkPool: context.flushers.of(eventLoop)?.chunks
         )
         var logger = logger
         logger[metadataKey: "conn"] = "\(id)"

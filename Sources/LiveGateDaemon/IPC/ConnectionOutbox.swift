@@ -89,8 +89,11 @@ final class ConnectionOutbox: Sendable {
     /// The connection's event loop, where every change is made; `nil`: at once, on the caller's thread (unit
     /// tests, which take from the queue on the same thread).
     let eventLoop: (any EventLoop)?
+    /// Where new chunks come from when the loop has spare ones (its writers give them back once written).
+    let chunkPool: ChunkPool?
 
-    init(maxQueuedBytes: Int, maxStall: Duration, eventLoop: (any EventLoop)? = nil) {
+    init(maxQueuedBytes: Int, maxStall: Duration, eventLoop: (any EventLoop)? = nil, chunkPool: ChunkPool? = nil) {
+        self.chunkPool = chunkPool
         self.maxQueuedBytes = maxQueuedBytes
         self.maxStall = maxStall
         let (seconds, attoseconds) = maxStall.components
@@ -378,11 +381,12 @@ final class ConnectionOutbox: Sendable {
         self.write(byteCount, into: &chunks, write)
     }
 
-    /// Makes room for `byteCount` bytes after the last chunk's: a new chunk when they do not fit.
+    /// Makes room for `byteCount` bytes after the last chunk's: a new chunk when they do not fit (a spare one
+    /// of the loop's when there is one).
     private func reserve(_ byteCount: Int, in chunks: inout [ByteBuffer]) {
         guard chunks.isEmpty || chunks[chunks.count - 1].writableBytes < byteCount else { return }
         let capacity = max(byteCount, chunks.isEmpty ? Self.firstChunkBytes : Self.chunkBytes)
-        chunks.append(ByteBufferAllocator().buffer(capacity: capacity))
+        chunks.append(chunkPool?.take(capacity: capacity) ?? ByteBufferAllocator().buffer(capacity: capacity))
     }
 
     /// Writes `byteCount` bytes with `write` into the last chunk, which has room for them (``reserve(_:in:)``).

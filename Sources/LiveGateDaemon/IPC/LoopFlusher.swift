@@ -16,10 +16,13 @@ final class LoopFlusher: Sendable {
     }
 
     let eventLoop: any EventLoop
+    /// The chunks the loop's writers give back once written, for the loop's outboxes.
+    let chunks: ChunkPool
     private let pending: NIOLoopBoundBox<[Drain]>
 
     init(eventLoop: any EventLoop) {
         self.eventLoop = eventLoop
+        chunks = ChunkPool(eventLoop: eventLoop)
         pending = .makeBoxSendingValue([], eventLoop: eventLoop)
     }
 

@@ -86,6 +86,8 @@ final class OutboxWriter: ChannelInboundHandler, Sendable {
             }
         } else if !chunks.isEmpty {
             if let context { context.flush() } else { channel.flush() }
+            // Written (or held by the channel until the socket takes them: then the next user copies).
+            flusher?.chunks.recycle(chunks)
         }
     }
 
