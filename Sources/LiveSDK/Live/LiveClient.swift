@@ -4,6 +4,8 @@ import Foundation
 import LiveCloudAPI
 import LiveJSON
 import Logging
+import NIOCore
+import NIOPosix
 
 /// What the engine needs to run.
 public struct LiveSDKConfiguration: Sendable {
@@ -18,19 +20,25 @@ public struct LiveSDKConfiguration: Sendable {
     /// How long a realtime topic stays subscribed after its last observer went (a new observer meanwhile
     /// takes it over with no gap, no new subscription and no refetch).
     public var topicLinger: Duration
+    /// Where the realtime connection's socket is served. A process that keeps its event loops busy with
+    /// other sockets (the daemon, writing to its clients) gives the engine a loop of its own, so that cloud
+    /// events are read as they arrive rather than after that work.
+    public var eventLoopGroup: any EventLoopGroup
 
     public init(
         cloudURL: String,
         credentials: Credentials,
         stateDirectory: String,
         cacheMaxEntities: Int? = nil,
-        topicLinger: Duration = .seconds(2)
+        topicLinger: Duration = .seconds(2),
+        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) {
         self.cloudURL = cloudURL
         self.credentials = credentials
         self.stateDirectory = stateDirectory
         self.cacheMaxEntities = cacheMaxEntities
         self.topicLinger = topicLinger
+        self.eventLoopGroup = eventLoopGroup
     }
 }
 
@@ -124,7 +132,8 @@ public actor LiveClient {
             session: session,
             logger: logger,
             events: eventSink,
-            linger: configuration.topicLinger
+            linger: configuration.topicLinger,
+            eventLoopGroup: configuration.eventLoopGroup
         )
         (commands, commandSink) = AsyncStream.makeStream(of: Command.self)
         (outboxSignals, outboxSignal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))

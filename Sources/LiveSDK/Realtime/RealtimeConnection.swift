@@ -5,6 +5,7 @@ import HTTPTypes
 import LiveCloudAPI
 import Logging
 import NIOCore
+import NIOPosix
 import NIOWebSocket
 import WSClient
 
@@ -45,6 +46,7 @@ actor RealtimeConnection {
     private let linger: Duration
     private var lingerGeneration: [Topic: Int] = [:]
     private let url: String
+    private let eventLoopGroup: any EventLoopGroup
     private let session: Session
     private let logger: Logger
     private let events: AsyncStream<RealtimeEvent>.Continuation
@@ -54,9 +56,11 @@ actor RealtimeConnection {
         session: Session,
         logger: Logger,
         events: AsyncStream<RealtimeEvent>.Continuation,
-        linger: Duration = .seconds(2)
+        linger: Duration = .seconds(2),
+        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) {
         self.linger = linger
+        self.eventLoopGroup = eventLoopGroup
         var base = cloudURL.hasSuffix("/") ? String(cloudURL.dropLast()) : cloudURL
         if base.hasPrefix("https://") {
             base = "wss://" + base.dropFirst("https://".count)
@@ -168,7 +172,10 @@ actor RealtimeConnection {
     private func connectOnce(token: String) async throws {
         var configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 24)
         configuration.additionalHeaders[.authorization] = "Bearer \(token)"
-        try await WebSocketClient.connect(url: url, configuration: configuration, logger: logger) { inbound, outbound, _ in
+        try await WebSocketClient.connect(url: url, configuration: configuration, eventLoopGroup: eventLoopGroup, logger: logger) {
+            inbound,
+            outbound,
+            _ in
             enum Part { case reader, closer, setup }
             try await withThrowingTaskGroup(of: Part.self) { group in
                 // The reader runs first: subscription acks (awaited by the setup below) arrive through it.
