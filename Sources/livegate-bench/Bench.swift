@@ -58,7 +58,10 @@ struct Bench: AsyncParsableCommand {
 
         let cloud = LoadCloud(payloadBytes: payloadBytes)
         let port = Int.random(in: 20_000..<40_000)
-        let cloudTask = Task { try await cloud.application(port: port).runService() }
+        // The publishers (the load cloud's WebSocket, the Redis publisher) get a loop of their own: on the
+        // subscribers' loops, an update waited behind their reads before it was even sent, for both systems.
+        let publisherLoop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let cloudTask = Task { try await cloud.application(port: port, eventLoopGroup: publisherLoop).runService() }
         defer { cloudTask.cancel() }
         try await waitForTCP(port: port)
 
@@ -89,11 +92,11 @@ struct Bench: AsyncParsableCommand {
             )
             try await waitUntil("\(count) daemon subscribers ready") { pool.readyCount == count }
             say("  \(count) subscribers connected to livegated")
-            rows.append(try await measure("livegated", pool: pool, burst: burst, rate: rate) { cloud.publish() })
+            rows.append(try await measure("livegated", pool: pool, burst: burst, rate: rate, process: daemon.child) { cloud.publish() })
             await pool.close()
 
             if let _ = redis {
-                let publisher = try await RedisPublisher(socketPath: directory + "/redis.sock")
+                let publisher = try await RedisPublisher(socketPath: directory + "/redis.sock", eventLoopGroup: publisherLoop)
                 let redisPool = try await SubscriberPool.connect(
                     count: count,
                     socketPath: directory + "/redis.sock",
@@ -102,7 +105,7 @@ struct Bench: AsyncParsableCommand {
                 )
                 try await waitUntil("\(count) redis subscribers ready") { redisPool.readyCount == count }
                 rows.append(
-                    try await measure("redis pub/sub", pool: redisPool, burst: burst, rate: rate) {
+                    try await measure("redis pub/sub", pool: redisPool, burst: burst, rate: rate, process: redis) {
                         publisher.publish(cloud.redisPayload())
                     }
                 )
@@ -164,6 +167,8 @@ struct Bench: AsyncParsableCommand {
         var latencyExpected: Int
         var p50: Double
         var p99: Double
+        /// CPU time the system's process used per delivery over both runs, in microseconds.
+        var cpuPerDelivery: Double?
     }
 
     /// A burst of `burst` updates as fast as `publish` goes (deliveries per second), then `rate` updates per
@@ -173,9 +178,11 @@ struct Bench: AsyncParsableCommand {
         pool: SubscriberPool,
         burst: Int,
         rate: Int,
+        process: Child? = nil,
         publish: @Sendable () async throws -> Void
     ) async throws -> Row {
         let n = pool.receptions.count
+        let cpuBefore = process?.cpuSeconds
         say("  \(system), N=\(n): burst of \(burst)…")
         // Throughput: a burst as fast as the sender can go.
         for reception in pool.receptions { reception.reset(recordLatencies: false) }
@@ -217,7 +224,8 @@ struct Bench: AsyncParsableCommand {
             latencyDelivered: delivered,
             latencyExpected: n * total,
             p50: percentile(0.5),
-            p99: percentile(0.99)
+            p99: percentile(0.99),
+            cpuPerDelivery: process.map { ($0.cpuSeconds - (cpuBefore ?? 0)) * 1e6 / Double(max(1, burstDelivered + delivered)) }
         )
         say(
             "  \(system), N=\(n): \(Int(deliveriesPerSecond)) deliveries/s; p50 \(String(format: "%.2f", row.p50)) ms, "
@@ -245,13 +253,13 @@ struct Bench: AsyncParsableCommand {
 
     func printTable(_ rows: [Row]) {
         say("")
-        say("| system | N | deliveries/s (burst) | delivered (burst) | sent/s | p50 ms | p99 ms | delivered (rate) |")
-        say("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        say("| system | N | deliveries/s (burst) | delivered (burst) | sent/s | p50 ms | p99 ms | delivered (rate) | CPU µs/delivery |")
+        say("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         for row in rows {
             say(
                 "| \(row.system) | \(row.subscribers) | \(Int(row.deliveriesPerSecond)) | \(row.burstDelivered)/\(row.burstExpected) | "
                     + "\(Int(row.sentRate)) | \(String(format: "%.2f", row.p50)) | \(String(format: "%.2f", row.p99)) | "
-                    + "\(row.latencyDelivered)/\(row.latencyExpected) |"
+                    + "\(row.latencyDelivered)/\(row.latencyExpected) | \(row.cpuPerDelivery.map { String(format: "%.3f", $0) } ?? "-") |"
             )
         }
         say("")
@@ -341,6 +349,7 @@ struct Bench: AsyncParsableCommand {
             pool: pool,
             burst: 500,
             rate: 200,
+            process: daemon.child,
             publish: put
         )
     }

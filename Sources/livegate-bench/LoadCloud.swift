@@ -36,7 +36,9 @@ final class LoadCloud: Sendable {
             + #""id":"\#(id)","updatedAt":"2026-01-01T00:00:00.000Z","version":\#(version)}"#
     }
 
-    func application(port: Int) -> some ApplicationProtocol {
+    /// - Parameter eventLoopGroup: where the server's sockets are served (the benchmark gives its publishers a
+    ///   loop of their own, apart from the subscribers').
+    func application(port: Int, eventLoopGroup: any EventLoopGroup) -> some ApplicationProtocol {
         let router = Router(context: BasicWebSocketRequestContext.self)
         router.post(RouterPath(CloudPath.login)) { _, _ -> Response in
             let login =
@@ -79,6 +81,7 @@ final class LoadCloud: Sendable {
             router: router,
             server: .http1WebSocketUpgrade(webSocketRouter: router),
             configuration: .init(address: .hostname("127.0.0.1", port: port)),
+            eventLoopGroupProvider: .shared(eventLoopGroup),
             logger: Logger(label: "bench-cloud", factory: { _ in SwiftLogNoOpLogHandler() })
         )
     }

@@ -41,6 +41,17 @@ final class Child: Sendable {
         return 0
     }
 
+    /// CPU time used so far (user + system), in seconds, from /proc.
+    var cpuSeconds: Double {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let end = stat.lastIndex(of: ")")
+        else { return 0 }
+        // After the command's closing parenthesis: state is field 3; utime and stime are fields 14 and 15.
+        let fields = stat[stat.index(after: end)...].split(separator: " ")
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     /// Asks the process to stop (SIGTERM), and kills it if it has not within 5 s. (Children inherit the
     /// benchmark's signal mask, in which the runtime's threads block SIGTERM: redis-server never saw it and
     /// the benchmark hung here at its end.)

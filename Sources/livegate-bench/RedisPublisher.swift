@@ -12,8 +12,8 @@ struct RedisPublisher {
 
     let channel: any Channel
 
-    init(socketPath: String) async throws {
-        channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+    init(socketPath: String, eventLoopGroup: any EventLoopGroup) async throws {
+        channel = try await ClientBootstrap(group: eventLoopGroup)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(Discard()) }
             }
