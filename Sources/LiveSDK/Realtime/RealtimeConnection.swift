@@ -3,6 +3,7 @@
 import Foundation
 import HTTPTypes
 import LiveCloudAPI
+import LiveJSON
 import Logging
 import NIOCore
 import NIOPosix
@@ -246,7 +247,12 @@ actor RealtimeConnection {
     private func received(_ text: String) {
         let message: RealtimeServerMessage
         do {
-            message = try JSONDecoder().decode(RealtimeServerMessage.self, from: Data(text.utf8))
+            // The parser first (one message per event: Foundation's decoder paid a thrown error for every kind a
+            // `JSONValue` tried before its own); Foundation's for anything it refuses (an integer beyond 2^53),
+            // and for the error to log.
+            message =
+                try (try? JSONValue.parse(text, as: RealtimeServerMessage.self))
+                ?? JSONDecoder().decode(RealtimeServerMessage.self, from: Data(text.utf8))
         } catch {
             logger.warning("ignoring a realtime message that could not be decoded", metadata: ["error": "\(error)"])
             return

@@ -1,0 +1,85 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Foundation
+import LiveCloudAPI
+import LiveJSON
+import Testing
+
+@Suite struct JSONParsingTests {
+    static let documents = [
+        "{}", "[]", "null", "true", "false", "0", "-0", "12", "-12.5", "1e3", "1.5E-3", "2.5e+2", "123456789012345678",
+        #"" a \"q\" \\ \/ \b\f\n\r\t""#, #""\u00e9\u4E2D\ud83d\ude00""#, "\"é中😀\"",
+        #"{"a":[1,{"b":null}],"c":{"d":"e"},"f":[[],{}]}"#, " \n\t{ \"a\" : 1 , \"b\" : [ true , false ] } \r\n",
+        #"{"k":1,"k":2}"#,
+    ]
+
+    @Test(arguments: documents) func parsesAsJSONDecoderDoes(_ text: String) throws {
+        let expected = try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+        #expect(try JSONValue(parsing: text) == expected)
+        #expect(try JSONValue(parsing: Array(text.utf8)) == expected)
+    }
+
+    static let notJSON: [[UInt8]] =
+        [
+            "", " ", "{", "[1,]", "{\"a\":}", "{\"a\" 1}", "{1:2}", "01", "1.", ".5", "-", "+1", "1e", "nul", "tru", "[1] x",
+            #""\x""#, "\"a\u{01}b\"", #""\ud800""#, #""\udc00""#, #""\ud800\u0041""#, "\"unterminated", #""\u12""#,
+            String(repeating: "[", count: 600) + String(repeating: "]", count: 600),
+        ].map { Array($0.utf8) } + [[0x22, 0xFF, 0x22], [0x22, 0xC3, 0x22]]
+
+    @Test(arguments: notJSON) func refusesWhatIsNotJSON(_ bytes: [UInt8]) {
+        #expect(throws: JSONParseError.self) { try JSONValue(parsing: bytes) }
+    }
+
+    @Test func nestingUpToTheLimitIsAccepted() throws {
+        let depth = JSONValue.maxParsingDepth
+        let text = String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
+        #expect(throws: Never.self) { try JSONValue(parsing: text) }
+    }
+
+    static let messages: [RealtimeServerMessage] = [
+        RealtimeServerMessage(op: .ack, ref: 7, seq: 42, resync: false, replayed: 3),
+        RealtimeServerMessage(
+            op: .event,
+            seq: 43,
+            topic: .object(EntityKey(collection: "notes", id: "n1")),
+            entity: Entity(
+                collection: "notes",
+                id: "n1",
+                version: 9,
+                data: ["text": "héllo \"x\"\n", "n": 1.5, "tags": ["a", .null, true], "nested": ["k": ["deep": 0]]],
+                createdAt: "2026-01-01T00:00:00.000Z",
+                updatedAt: "2026-01-02T00:00:00.000Z",
+                deleted: false
+            )
+        ),
+        RealtimeServerMessage(op: .error, ref: 8, code: .badRequest, message: "no such topic"),
+        RealtimeServerMessage(
+            op: .event,
+            seq: 44,
+            topic: .stream("chat", user: "u1"),
+            streamMessage: StreamMessage(stream: "chat", from: "u2", to: "u1", at: "2026-01-01T00:00:00.000Z", message: ["hi": 1])
+        ),
+    ]
+
+    @Test(arguments: messages) func decodesMessagesAsJSONDecoderDoes(_ message: RealtimeServerMessage) throws {
+        let text = String(decoding: try JSONEncoder().encode(message), as: UTF8.self)
+        let expected = try JSONDecoder().decode(RealtimeServerMessage.self, from: Data(text.utf8))
+        #expect(try JSONValue.parse(text, as: RealtimeServerMessage.self) == expected)
+    }
+
+    @Test func integersItCannotHoldExactlyAreRefusedNotRounded() throws {
+        let text = #"{"op":"ack","ref":1,"seq":1152921504606846977}"#
+        #expect(throws: DecodingError.self) { try JSONValue.parse(text, as: RealtimeServerMessage.self) }
+        #expect(try JSONDecoder().decode(RealtimeServerMessage.self, from: Data(text.utf8)).seq == 1_152_921_504_606_846_977)
+        #expect(throws: DecodingError.self) { try JSONValue.parse(#"{"op":"ack","ref":1.5}"#, as: RealtimeServerMessage.self) }
+    }
+
+    @Test func missingAndMistypedMembersAreErrors() {
+        #expect(throws: DecodingError.self) { try JSONValue.parse(#"{"ref":1}"#, as: RealtimeServerMessage.self) }
+        #expect(throws: DecodingError.self) { try JSONValue.parse(#"{"op":"nope"}"#, as: RealtimeServerMessage.self) }
+        #expect(throws: DecodingError.self) { try JSONValue.parse(#"{"op":"ack","ref":"1"}"#, as: RealtimeServerMessage.self) }
+        #expect(throws: DecodingError.self) {
+            try JSONValue.parse(#"{"op":"event","seq":1,"entity":{"collection":"c","id":"i","version":1}}"#, as: RealtimeServerMessage.self)
+        }
+    }
+}
