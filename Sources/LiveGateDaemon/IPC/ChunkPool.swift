@@ -16,13 +16,11 @@ final class ChunkPool: Sendable {
         var bytes = 0
     }
 
-    let eventLoop: any EventLoop
     /// At most this many bytes of chunks are kept.
     let maxBytes: Int
     private let spares: NIOLoopBoundBox<Spares>
 
     init(eventLoop: any EventLoop, maxBytes: Int = 4 << 20) {
-        self.eventLoop = eventLoop
         self.maxBytes = maxBytes
         spares = .makeBoxSendingValue(Spares(), eventLoop: eventLoop)
     }

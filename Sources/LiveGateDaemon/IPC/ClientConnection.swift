@@ -54,7 +54,7 @@ final class ClientConnection: Sendable {
             maxQueuedBytes: limits.maxQueuedBytesPerConnection,
             maxStall: limits.maxStall,
             eventLoop: eventLoop,
-            chunkPool: context.flushers.of(eventLoop)?.chunks
+            chunkPool: context.flushers.of(eventLoop).chunks
         )
         var logger = logger
         logger[metadataKey: "conn"] = "\(id)"

@@ -84,8 +84,8 @@ final class ConnectionOutbox: Sendable {
     private let wakeup = Mutex<Callback?>(nil)
     private let cutOffHandler = Mutex<Callback?>(nil)
     let maxQueuedBytes: Int
-    let maxStall: Duration
-    private let maxStallTime: TimeAmount
+    /// A `TimeAmount`, compared with `NIODeadline`s (see `blockedSince`).
+    let maxStall: TimeAmount
     /// The connection's event loop, where every change is made; `nil`: at once, on the caller's thread (unit
     /// tests, which take from the queue on the same thread).
     let eventLoop: (any EventLoop)?
@@ -95,9 +95,7 @@ final class ConnectionOutbox: Sendable {
     init(maxQueuedBytes: Int, maxStall: Duration, eventLoop: (any EventLoop)? = nil, chunkPool: ChunkPool? = nil) {
         self.chunkPool = chunkPool
         self.maxQueuedBytes = maxQueuedBytes
-        self.maxStall = maxStall
-        let (seconds, attoseconds) = maxStall.components
-        maxStallTime = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        self.maxStall = TimeAmount(maxStall)
         self.eventLoop = eventLoop
     }
 
@@ -163,13 +161,13 @@ final class ConnectionOutbox: Sendable {
                         }
                         var next = 0
                         while next < count {
-                            let first = prefixBytes.count + notification(next).count
-                            reserve(first, in: &state.chunks)
+                            func size(_ index: Int) -> Int { prefixBytes.count + notification(index).count }
+                            reserve(size(next), in: &state.chunks)
                             let room = state.chunks[state.chunks.count - 1].writableBytes
                             var end = next + 1
-                            var byteCount = first
-                            while end < count, byteCount + prefixBytes.count + notification(end).count <= room {
-                                byteCount += prefixBytes.count + notification(end).count
+                            var byteCount = size(next)
+                            while end < count, byteCount + size(end) <= room {
+                                byteCount += size(end)
                                 end += 1
                             }
                             let range = next..<end
@@ -334,7 +332,7 @@ final class ConnectionOutbox: Sendable {
     /// Cuts the client off when more than the byte budget waits or the writer has been blocked for longer
     /// than `maxStall`; `true` when it did.
     private func cutOffIfOverLimit(_ state: inout State) -> Bool {
-        let stalled = state.blockedSince.map { NIODeadline.now() - $0 >= maxStallTime } ?? false
+        let stalled = state.blockedSince.map { NIODeadline.now() - $0 >= maxStall } ?? false
         guard state.queuedBytes > maxQueuedBytes || stalled else { return false }
         cutOff(&state, stalled: stalled, limit: maxQueuedBytes)
         return true
@@ -369,16 +367,9 @@ final class ConnectionOutbox: Sendable {
     }
 
     private func copy(_ bytes: UnsafeRawBufferPointer, into chunks: inout [ByteBuffer]) {
-        guard let source = bytes.baseAddress else { return }
-        append(byteCount: bytes.count, to: &chunks) { $0.copyMemory(from: source, byteCount: bytes.count) }
-    }
-
-    /// Appends `byteCount` bytes, which `write` writes in place, to the last chunk, or to a new one when they
-    /// do not fit.
-    private func append(byteCount: Int, to chunks: inout [ByteBuffer], _ write: (UnsafeMutableRawPointer) -> Void) {
-        guard byteCount > 0 else { return }
-        reserve(byteCount, in: &chunks)
-        self.write(byteCount, into: &chunks, write)
+        guard let source = bytes.baseAddress, bytes.count > 0 else { return }
+        reserve(bytes.count, in: &chunks)
+        write(bytes.count, into: &chunks) { $0.copyMemory(from: source, byteCount: bytes.count) }
     }
 
     /// Makes room for `byteCount` bytes after the last chunk's: a new chunk when they do not fit (a spare one

@@ -29,7 +29,7 @@ struct IPCServer: Service {
         let configuration = context.configuration
         let settings = context.settings
         let flushers = context.flushers
-        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let bootstrap = ServerBootstrap(group: flushers.group)
             .serverChannelOption(.backlog, value: 1024)
             .childChannelOption(.writeBufferWaterMark, value: .init(low: 32 << 10, high: 256 << 10))
         let initializer: @Sendable (any Channel) -> EventLoopFuture<NIOAsyncChannel<InboundFrame, ByteBuffer>> = { channel in

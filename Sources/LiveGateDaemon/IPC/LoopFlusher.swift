@@ -52,16 +52,22 @@ final class LoopFlusher: Sendable {
     }
 }
 
-/// The flusher of each event loop of a group.
+/// The flusher of each event loop of the group that serves clients.
 struct LoopFlushers: Sendable {
+    /// The loops: the server binds on this group, so every client's loop has a flusher.
+    let group: any EventLoopGroup
     private let byLoop: [ObjectIdentifier: LoopFlusher]
 
     init(group: any EventLoopGroup) {
+        self.group = group
         var byLoop: [ObjectIdentifier: LoopFlusher] = [:]
         for loop in group.makeIterator() { byLoop[ObjectIdentifier(loop)] = LoopFlusher(eventLoop: loop) }
         self.byLoop = byLoop
     }
 
-    /// `loop`'s flusher; `nil` for a loop of another group.
-    func of(_ loop: any EventLoop) -> LoopFlusher? { byLoop[ObjectIdentifier(loop)] }
+    /// `loop`'s flusher; `loop` is one of `group`'s.
+    func of(_ loop: any EventLoop) -> LoopFlusher {
+        guard let flusher = byLoop[ObjectIdentifier(loop)] else { preconditionFailure("\(loop) is not a loop of the clients' group") }
+        return flusher
+    }
 }

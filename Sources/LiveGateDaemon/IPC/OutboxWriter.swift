@@ -23,15 +23,15 @@ final class OutboxWriter: ChannelInboundHandler, Sendable {
     }
 
     private let state = Mutex(State())
-    /// The flusher of the channel's loop; `nil`: a task of its own per wake-up.
-    private let flusher: LoopFlusher?
+    /// The flusher of the channel's loop.
+    private let flusher: LoopFlusher
     /// This handler's place in the pipeline: writes start here, next to the head, rather than at the tail
     /// (through the async channel's handlers, each a hop that retains and releases the buffer — with one
     /// body shared by every connection, those atomic reference counts were half the daemon's time at 1,000
     /// subscribers).
     private let context = Mutex<NIOLoopBound<ChannelHandlerContext>?>(nil)
 
-    init(flusher: LoopFlusher? = nil) {
+    init(flusher: LoopFlusher) {
         self.flusher = flusher
     }
 
@@ -49,14 +49,8 @@ final class OutboxWriter: ChannelInboundHandler, Sendable {
         let done = channel.eventLoop.makePromise(of: Void.self)
         state.withLock { $0 = State(outbox: outbox, done: done) }
         channel.closeFuture.whenComplete { _ in self.finish() }
-        if let flusher {
-            let drain = LoopFlusher.Drain { self.drain(channel) }
-            outbox.setWakeup { flusher.schedule(drain) }
-        } else {
-            outbox.setWakeup { [self] in
-                channel.eventLoop.execute { self.drain(channel) }
-            }
-        }
+        let drain = LoopFlusher.Drain { self.drain(channel) }
+        outbox.setWakeup { [flusher] in flusher.schedule(drain) }
         return done.futureResult
     }
 
@@ -87,7 +81,7 @@ final class OutboxWriter: ChannelInboundHandler, Sendable {
         } else if !chunks.isEmpty {
             if let context { context.flush() } else { channel.flush() }
             // Written (or held by the channel until the socket takes them: then the next user copies).
-            flusher?.chunks.recycle(chunks)
+            flusher.chunks.recycle(chunks)
         }
     }
 

@@ -16,7 +16,6 @@ struct SharedBodies {
     }
 
     var count: Int { ranges.count }
-    var isEmpty: Bool { ranges.isEmpty }
 
     mutating func append(_ body: ByteBuffer) {
         let start = bytes.readableBytes

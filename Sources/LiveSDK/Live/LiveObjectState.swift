@@ -326,8 +326,7 @@ public struct ObserverFilter: Sendable {
 
     /// Whether an observer with `policy`, no field filter and not `once`, receives `change`.
     public static func admits(_ change: LiveObjectChange, policy: ObservePolicy) -> Bool {
-        var filter = ObserverFilter(options: ObserveOptions(policy: policy))
-        return filter.admitByPolicy(change)
+        policyAdmits(change, policy: policy, once: false)
     }
 
     /// Whether `change` goes to this observer. After a `once` observer's delivery, ``finished`` is true.
@@ -352,6 +351,13 @@ public struct ObserverFilter: Sendable {
     }
 
     private mutating func admitByPolicy(_ change: LiveObjectChange) -> Bool {
+        guard Self.policyAdmits(change, policy: policy, once: once) else { return false }
+        if once { finished = true }
+        return true
+    }
+
+    /// The policy's rule, by the change alone.
+    private static func policyAdmits(_ change: LiveObjectChange, policy: ObservePolicy, once: Bool) -> Bool {
         // A once-observer's one notification carries data, not a notice that data follows.
         if once && change.resync { return false }
         let awaitingFetch = change.loadingStatus == .loading && change.dataStatus != .fresh
@@ -361,7 +367,6 @@ public struct ObserverFilter: Sendable {
         case .freshOnly:
             if change.dataStatus == .local || awaitingFetch { return false }
         }
-        if once { finished = true }
         return true
     }
 }
