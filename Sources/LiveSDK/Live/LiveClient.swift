@@ -172,7 +172,9 @@ public actor LiveClient {
             }
             group.cancelAll()
         }
-        await flushCheckpoints()
+        // In a task of its own: this one was cancelled to stop the engine, and the cache refuses to start a
+        // write in a cancelled task (the checkpoints not yet due were lost at every stop).
+        await Task { await self.flushCheckpoints() }.value
     }
 
     /// Closes the cache. Call after ``run()`` has returned.
