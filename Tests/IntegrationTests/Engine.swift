@@ -2,15 +2,22 @@
 
 import LiveSDK
 import Logging
+import NIOCore
+import NIOPosix
 
-/// An engine of its own on the cluster's cloud, run for the duration of `body`.
-func withEngine(_ cluster: TestCluster, _ body: (LiveClient) async throws -> Void) async throws {
+/// An engine of its own on the cluster's cloud, run for the duration of `body` (on a loop of `eventLoopGroup`).
+func withEngine(
+    _ cluster: TestCluster,
+    eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+    _ body: (LiveClient) async throws -> Void
+) async throws {
     var logger = Logger(label: "engine-test")
     logger.logLevel = .warning
     let configuration = LiveSDKConfiguration(
         cloudURL: cluster.cloudURL,
         credentials: Credentials(username: TestCluster.username, password: TestCluster.password),
-        stateDirectory: cluster.directory + "/engine"
+        stateDirectory: cluster.directory + "/engine",
+        eventLoopGroup: eventLoopGroup
     )
     let engine = try LiveClient(configuration: configuration, logger: logger)
     let running = Task { await engine.run() }

@@ -176,6 +176,22 @@ final class CacheStore: Sendable {
         }
     }
 
+    /// ``store(_:checkpoint:)`` on the calling thread, which waits for the write (and for any write in
+    /// progress): for the engine's realtime events, which it handles on a loop of its own (``EngineLoop``),
+    /// where handing each write to the database's queue and back cost two thread switches per event.
+    @discardableResult
+    func storeNow(_ entity: Entity, checkpoint: (topic: String, seq: Int64)? = nil) throws(LiveError) -> Bool {
+        do {
+            return try pool.write { db in
+                let stored = try Self.upsert(entity, in: db)
+                if let checkpoint { try Self.saveCheckpoint(checkpoint.topic, checkpoint.seq, in: db) }
+                return stored
+            }
+        } catch {
+            throw LiveError(code: .cacheFailure, message: "writing \(entity.key) to the cache at \(path) failed: \(error)")
+        }
+    }
+
     /// The sequence number up to which the cache holds every event of `topic`, if it was recorded.
     func checkpoint(_ topic: String) async throws(LiveError) -> Int64? {
         do {

@@ -20,9 +20,11 @@ public struct LiveSDKConfiguration: Sendable {
     /// How long a realtime topic stays subscribed after its last observer went (a new observer meanwhile
     /// takes it over with no gap, no new subscription and no refetch).
     public var topicLinger: Duration
-    /// Where the realtime connection's socket is served. A process that keeps its event loops busy with
-    /// other sockets (the daemon, writing to its clients) gives the engine a loop of its own, so that cloud
-    /// events are read as they arrive rather than after that work.
+    /// The engine runs on one loop of this group (see ``EngineLoop``): the realtime connection's socket, the
+    /// engine's actors and the cache write of each realtime event, which blocks the loop for its duration
+    /// (tens of µs). A process that keeps its event loops busy with other sockets (the daemon, writing to
+    /// its clients) gives the engine a loop of its own, so that cloud events are handled as they arrive
+    /// rather than after that work.
     public var eventLoopGroup: any EventLoopGroup
 
     public init(
@@ -60,6 +62,9 @@ public actor LiveClient {
     let cache: CacheStore
     let cloud: CloudClient
     let realtime: RealtimeConnection
+    /// The loop the engine runs on (see ``EngineLoop``).
+    let engineLoop: EngineLoop
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { engineLoop.serialExecutor }
     private let realtimeEvents: AsyncStream<RealtimeEvent>
     private let commands: AsyncStream<Command>
     let commandSink: AsyncStream<Command>.Continuation
@@ -127,13 +132,14 @@ public actor LiveClient {
         session = Session(credentials: configuration.credentials, cloud: cloud, logger: logger)
         let (events, eventSink) = AsyncStream.makeStream(of: RealtimeEvent.self)
         realtimeEvents = events
+        engineLoop = EngineLoop(group: configuration.eventLoopGroup)
         realtime = RealtimeConnection(
             cloudURL: configuration.cloudURL,
             session: session,
             logger: logger,
             events: eventSink,
             linger: configuration.topicLinger,
-            eventLoopGroup: configuration.eventLoopGroup
+            engineLoop: engineLoop
         )
         (commands, commandSink) = AsyncStream.makeStream(of: Command.self)
         (outboxSignals, outboxSignal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -146,12 +152,15 @@ public actor LiveClient {
 
     /// Runs the realtime connection and the engine's background work until the task is cancelled.
     public func run() async {
+        // Every task the engine starts prefers its loop: nonisolated steps between the actors stay on it.
+        await withTaskExecutorPreference(engineLoop.taskExecutor) { await self.runOnEngineLoop() }
+    }
+
+    private func runOnEngineLoop() async {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.realtime.run() }
             group.addTask { await self.runOutbox() }
-            group.addTask {
-                for await event in self.realtimeEvents { await self.handle(event) }
-            }
+            group.addTask { await self.handleRealtimeEvents() }
             for await command in commands {
                 switch command {
                 case .activate(let key):
@@ -332,6 +341,11 @@ public actor LiveClient {
         await realtime.release(.object(key))
     }
 
+    /// Handles the realtime connection's events in order (iterated on the actor: no hop per event).
+    private func handleRealtimeEvents() async {
+        for await event in realtimeEvents { await handle(event) }
+    }
+
     func handle(_ event: RealtimeEvent) async {
         switch event {
         case .statusChanged(let status):
@@ -383,7 +397,7 @@ public actor LiveClient {
     /// whole entity, so the cache is then as of that event), then to the object's observers and the windows.
     func applyRemoteChange(_ entity: Entity, seq: Int64, topic: Topic) async {
         do {
-            try await cache.store(entity, checkpoint: checkpointDue(topic, seq))
+            try cache.storeNow(entity, checkpoint: checkpointDue(topic, seq))
         } catch {
             logger.error("cache write failed", metadata: ["key": "\(entity.key)", "error": "\(error)"])
         }

@@ -47,7 +47,8 @@ actor RealtimeConnection {
     private let linger: Duration
     private var lingerGeneration: [Topic: Int] = [:]
     private let url: String
-    private let eventLoopGroup: any EventLoopGroup
+    private let engineLoop: EngineLoop
+    nonisolated var unownedExecutor: UnownedSerialExecutor { engineLoop.serialExecutor }
     private let session: Session
     private let logger: Logger
     private let events: AsyncStream<RealtimeEvent>.Continuation
@@ -58,10 +59,10 @@ actor RealtimeConnection {
         logger: Logger,
         events: AsyncStream<RealtimeEvent>.Continuation,
         linger: Duration = .seconds(2),
-        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+        engineLoop: EngineLoop = EngineLoop(group: MultiThreadedEventLoopGroup.singleton)
     ) {
         self.linger = linger
-        self.eventLoopGroup = eventLoopGroup
+        self.engineLoop = engineLoop
         var base = cloudURL.hasSuffix("/") ? String(cloudURL.dropLast()) : cloudURL
         if base.hasPrefix("https://") {
             base = "wss://" + base.dropFirst("https://".count)
@@ -173,7 +174,7 @@ actor RealtimeConnection {
     private func connectOnce(token: String) async throws {
         var configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 24)
         configuration.additionalHeaders[.authorization] = "Bearer \(token)"
-        try await WebSocketClient.connect(url: url, configuration: configuration, eventLoopGroup: eventLoopGroup, logger: logger) {
+        try await WebSocketClient.connect(url: url, configuration: configuration, eventLoopGroup: engineLoop.eventLoop, logger: logger) {
             inbound,
             outbound,
             _ in
