@@ -126,7 +126,7 @@ import Testing
         let outbox = ConnectionOutbox(maxQueuedBytes: 1 << 20, maxStall: .seconds(30))
         outbox.close(final: buffer("refused\n"))
         let wakeups = Mutex(0)
-        outbox.setWakeup { wakeups.withLock { $0 += 1 } }
+        outbox.setWakeup { _ in wakeups.withLock { $0 += 1 } }
         #expect(wakeups.withLock { $0 } == 1)
         let batch = outbox.take()
         #expect(text(batch.chunks) == "refused\n" && batch.finished)
@@ -136,7 +136,7 @@ import Testing
         let outbox = ConnectionOutbox(maxQueuedBytes: 1 << 20, maxStall: .seconds(30))
         outbox.enqueue(buffer("answer\n"))  // copied as bytes: the client keeps up
         let wakeups = Mutex(0)
-        outbox.setWakeup { wakeups.withLock { $0 += 1 } }
+        outbox.setWakeup { _ in wakeups.withLock { $0 += 1 } }
         #expect(wakeups.withLock { $0 } == 1)
         #expect(text(outbox.take().chunks) == "answer\n")
     }
@@ -144,7 +144,7 @@ import Testing
     @Test func theWriterIsWokenOnceUntilItTakesTheQueue() {
         let outbox = ConnectionOutbox(maxQueuedBytes: 1 << 20, maxStall: .seconds(30))
         let wakeups = Mutex(0)
-        outbox.setWakeup { wakeups.withLock { $0 += 1 } }
+        outbox.setWakeup { _ in wakeups.withLock { $0 += 1 } }
         outbox.offer(token: 7, prefix: buffer("p:"), body: buffer("a\n"))
         outbox.enqueue(buffer("r\n"))
         #expect(wakeups.withLock { $0 } == 1, "items queued while a wake-up is pending do not wake again")

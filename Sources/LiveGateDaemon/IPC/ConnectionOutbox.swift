@@ -13,7 +13,9 @@ import Synchronization
 /// ``offerOnLoop(token:prefix:body:)``. So a token's notifications and the connection's answers keep the
 /// order they were produced in, and the queue is only ever touched by one thread. The first item queued while
 /// the writer is idle calls the writer's wake-up (``setWakeup(_:)``); the writer then ``take()``s everything
-/// queued as one buffer, so items that arrive while it is busy are written together.
+/// queued as one buffer, so items that arrive while it is busy are written together. The wake-up says when:
+/// what the fan-out offers a token is written at once (``Wakeup/writeNow``), everything else in the loop's
+/// next flush (``Wakeup/joinFlush``).
 ///
 /// - A client that keeps up receives every notification: its bytes are copied into chunks as they come
 ///   (no per-notification reference to the shared body is kept, and the writer writes one buffer).
@@ -30,6 +32,18 @@ final class ConnectionOutbox: Sendable {
         case open
         /// Closing: what is queued is still written, then the writer ends.
         case draining
+    }
+
+    /// When the writer is asked to write what was queued.
+    enum Wakeup: Equatable, Sendable {
+        /// In its loop's next flush, together with whatever else is queued for the connection before it runs
+        /// (answers to pipelined requests, a goodbye).
+        case joinFlush
+        /// At once, on the connection's event loop: what a fan-out task offers a token is everything it had
+        /// waiting for it, so nothing is gained by waiting, and the bytes just copied are written while they
+        /// (and the chunk they are in, which the next connection then takes from the loop's pool) are still
+        /// in the processor's cache, rather than in a second pass over every connection of the loop.
+        case writeNow
     }
 
     /// The full-state form of a change notification, made only when needed (it is encoded once per change).
@@ -81,7 +95,11 @@ final class ConnectionOutbox: Sendable {
         let run: @Sendable () -> Void
     }
 
-    private let wakeup = Mutex<Callback?>(nil)
+    private struct WakeupCallback {
+        let run: @Sendable (Wakeup) -> Void
+    }
+
+    private let wakeup = Mutex<WakeupCallback?>(nil)
     private let cutOffHandler = Mutex<Callback?>(nil)
     let maxQueuedBytes: Int
     /// A `TimeAmount`, compared with `NIODeadline`s (see `blockedSince`).
@@ -104,17 +122,17 @@ final class ConnectionOutbox: Sendable {
         if let eventLoop { eventLoop.execute(change) } else { change() }
     }
 
-    /// What the writer calls to be told there is something to take. Called without locks held, once per
-    /// transition from "taken" to "something queued" (or closed).
-    func setWakeup(_ wake: @escaping @Sendable () -> Void) {
-        wakeup.withLock { $0 = Callback(run: wake) }
+    /// What the writer calls to be told there is something to take, and when to write it. Called without
+    /// locks held, once per transition from "taken" to "something queued" (or closed).
+    func setWakeup(_ wake: @escaping @Sendable (Wakeup) -> Void) {
+        wakeup.withLock { $0 = WakeupCallback(run: wake) }
         // What was queued before the writer existed (an answer, a refusal) is waiting: wake it at once.
         let pending = state.withLock { state -> Bool in
             guard !state.isEmpty || state.closure != .open else { return false }
             state.wakeupPending = true
             return true
         }
-        if pending { wake() }
+        if pending { wake(.joinFlush) }
     }
 
     /// Runs `handler` once, when the client is cut off (the connection uses it to close the socket even if
@@ -142,8 +160,9 @@ final class ConnectionOutbox: Sendable {
     }
 
     /// Several notifications for `token`, in order, from the connection's event loop: what a fan-out task
-    /// that had several changes waiting offers each token (one lock, one wake-up). All of `bodies`, or only
-    /// those at the positions `admitted` when it is given.
+    /// that had several changes waiting offers each token (one lock, one wake-up, which asks the writer to
+    /// write at once: ``Wakeup/writeNow``). All of `bodies`, or only those at the positions `admitted` when
+    /// it is given.
     func offerOnLoop(token: Int64, prefix: ByteBuffer, bodies: SharedBodies, admitted: [Int]? = nil) {
         eventLoop?.preconditionInEventLoop()
         var cutOffNow = false
@@ -198,7 +217,7 @@ final class ConnectionOutbox: Sendable {
             }
             return Self.needsWakeup(&state)
         }
-        afterQueueing(wake: wake, cutOff: cutOffNow)
+        afterQueueing(wake: wake ? .writeNow : nil, cutOff: cutOffNow)
     }
 
     /// Queues a notification for `token` that is never coalesced (a stream message: each one is news, none
@@ -219,7 +238,7 @@ final class ConnectionOutbox: Sendable {
             state.closure = .draining
             return Self.needsWakeup(&state)
         }
-        if wake { wakeup.withLock { $0 }?.run() }
+        if wake { wakeup.withLock { $0 }?.run(.joinFlush) }
     }
 
     /// Everything queued, in order, as a few chunks of bytes, and whether the writer is done once it has
@@ -263,11 +282,12 @@ final class ConnectionOutbox: Sendable {
             cutOffNow = queue(prefix: prefix, body: body, token: token, fullState: fullState, in: &state)
             return Self.needsWakeup(&state)
         }
-        afterQueueing(wake: wake, cutOff: cutOffNow)
+        afterQueueing(wake: wake ? .joinFlush : nil, cutOff: cutOffNow)
     }
 
-    private func afterQueueing(wake: Bool, cutOff: Bool) {
-        if wake { wakeup.withLock { $0 }?.run() }
+    /// Wakes the writer (when `wake` is given) and cuts the client off (when `cutOff`), without locks held.
+    private func afterQueueing(wake: Wakeup?, cutOff: Bool) {
+        if let wake { wakeup.withLock { $0 }?.run(wake) }
         if cutOff, let handler = cutOffHandler.withLock({ $0 }) { handler.run() }
     }
 

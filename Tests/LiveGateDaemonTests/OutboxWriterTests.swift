@@ -1,0 +1,64 @@
+// Licensed under the Apache License, Version 2.0.
+
+import NIOCore
+import NIOEmbedded
+import Testing
+
+@testable import LiveGateDaemon
+
+@Suite struct OutboxWriterTests {
+    /// A connected channel on `loop` with a writer started on a fresh outbox.
+    func writing(on loop: EmbeddedEventLoop) throws -> (EmbeddedChannel, ConnectionOutbox) {
+        let flusher = LoopFlusher(eventLoop: loop)
+        let channel = EmbeddedChannel(handler: OutboxWriter(flusher: flusher), loop: loop)
+        try channel.connect(to: SocketAddress(unixDomainSocketPath: "/tmp/outbox-writer-test")).wait()
+        let outbox = ConnectionOutbox(maxQueuedBytes: 1 << 20, maxStall: .seconds(30), eventLoop: loop, chunkPool: flusher.chunks)
+        let writer = try channel.pipeline.handler(type: OutboxWriter.self).wait()
+        _ = writer.start(outbox, channel: channel)
+        return (channel, outbox)
+    }
+
+    func written(_ channel: EmbeddedChannel) throws -> String {
+        var text = ""
+        while let buffer = try channel.readOutbound(as: ByteBuffer.self) { text += String(buffer: buffer) }
+        return text
+    }
+
+    @Test func whatTheFanOutOffersIsWrittenAtOnce() throws {
+        let loop = EmbeddedEventLoop()
+        let (channel, outbox) = try writing(on: loop)
+        var bodies = SharedBodies()
+        bodies.append(ByteBuffer(string: "v1\n"))
+        bodies.append(ByteBuffer(string: "v2\n"))
+        outbox.offerOnLoop(token: 1, prefix: ByteBuffer(string: "t1:"), bodies: bodies)
+        #expect(try written(channel) == "t1:v1\nt1:v2\n", "written before the loop runs another task")
+        outbox.offerOnLoop(token: 1, prefix: ByteBuffer(string: "t1:"), bodies: bodies, admitted: [1])
+        #expect(try written(channel) == "t1:v2\n", "and again for the next offer")
+        _ = try channel.finish()
+    }
+
+    @Test func answersJoinTheLoopsNextFlushTogether() throws {
+        let loop = EmbeddedEventLoop()
+        let (channel, outbox) = try writing(on: loop)
+        outbox.enqueue(ByteBuffer(string: "r1\n"))
+        outbox.enqueue(ByteBuffer(string: "r2\n"))
+        #expect(try written(channel).isEmpty, "queued by tasks on the loop, not yet run")
+        loop.run()
+        #expect(try written(channel) == "r1\nr2\n")
+        _ = try channel.finish()
+    }
+
+    @Test func aFanOutOfferWaitsBehindWhatWaitsForTheFlush() throws {
+        let loop = EmbeddedEventLoop()
+        let (channel, outbox) = try writing(on: loop)
+        // A joining token's first notification is queued on the loop and joins the loop's next flush.
+        outbox.offerOnLoop(token: 1, prefix: ByteBuffer(string: "t1:"), body: ByteBuffer(string: "v0\n"))
+        var bodies = SharedBodies()
+        bodies.append(ByteBuffer(string: "v1\n"))
+        outbox.offerOnLoop(token: 1, prefix: ByteBuffer(string: "t1:"), bodies: bodies)
+        #expect(try written(channel).isEmpty, "the writer was already asked to write in the flush")
+        loop.run()
+        #expect(try written(channel) == "t1:v0\nt1:v1\n")
+        _ = try channel.finish()
+    }
+}
