@@ -196,12 +196,19 @@ extension LiveClient {
     }
 
     /// Stores a window's result (its ids and entities) as of the collection topic's `seq`; a failure is logged.
+    /// When the engine is stopping (its tasks are cancelled, and the cache refuses to start a write in a
+    /// cancelled task) the result is not stored, and that is not an error: the cache only misses a page the
+    /// next start fetches again.
     private func storeResult(_ window: CollectionWindow, items: [Entity], count: Int, hasNext: Bool, hasPrevious: Bool, seq: Int64?) async {
         let result = CacheStore.QueryResult(ids: items.map(\.id), hasNext: hasNext, hasPrevious: hasPrevious, count: count, seq: seq)
         do {
             try await cache.storeQueryResult(window.cacheKey, result, entities: items)
         } catch {
-            logger.error("cache write failed", metadata: ["query": "\(window.query.canonicalText)", "error": "\(error)"])
+            if Task.isCancelled {
+                logger.debug("query result not cached: the engine is stopping", metadata: ["query": "\(window.query.canonicalText)"])
+            } else {
+                logger.error("cache write failed", metadata: ["query": "\(window.query.canonicalText)", "error": "\(error)"])
+            }
         }
     }
 
