@@ -1,9 +1,12 @@
 // Licensed under the Apache License, Version 2.0.
 
+import LiveJSON
 import NIOCore
 
 import struct Foundation.Data
+import struct Foundation.Decimal
 import class Foundation.JSONEncoder
+import struct Foundation.URL
 
 /// The wire shape that lets the daemon encode a notification once and send it to many tokens.
 ///
@@ -30,17 +33,17 @@ public enum NotificationFrame {
 
     /// Encodes `body` (which must encode as a non-empty JSON object) as the shared part of a notification.
     public static func body(_ body: some Encodable) throws -> ByteBuffer {
-        let data = try WireJSON.encode(body)
-        // `data` is `{...}`: drop the opening brace, close both `params` and the message, end the line.
-        guard data.count > 2, data.first == UInt8(ascii: "{"), data.last == UInt8(ascii: "}") else {
+        let bytes = try WireJSON.bytes(body)
+        // `bytes` is `{...}`: drop the opening brace, close both `params` and the message, end the line.
+        guard bytes.count > 2, bytes.first == UInt8(ascii: "{"), bytes.last == UInt8(ascii: "}") else {
             throw EncodingError.invalidValue(
                 body,
                 .init(codingPath: [], debugDescription: "a notification body must be a non-empty JSON object")
             )
         }
         var buffer = ByteBuffer()
-        buffer.reserveCapacity(data.count + 2)
-        buffer.writeBytes(data.dropFirst())
+        buffer.reserveCapacity(bytes.count + 2)
+        buffer.writeBytes(bytes.dropFirst())
         buffer.writeString("}\n")
         return buffer
     }
@@ -64,8 +67,28 @@ public struct RPCNotification<Params: Encodable>: Encodable {
 }
 
 /// The one JSON encoding of the local protocol: sorted keys, no escaped slashes, one line.
+///
+/// Written by ``SortedJSONEncoder`` (the same bytes as Foundation's `JSONEncoder` with `.sortedKeys` and
+/// `.withoutEscapingSlashes`, faster); what it does not encode itself — a type `JSONEncoder` encodes in a way
+/// of its own, a number that is not finite — goes to `JSONEncoder`, which encodes it or says why not.
 public enum WireJSON {
+    private static let encoder = SortedJSONEncoder(refusing: [Data.self, URL.self, Decimal.self])
+
+    /// `value` encoded, as bytes.
+    public static func bytes(_ value: some Encodable) throws -> [UInt8] {
+        do {
+            return try encoder.encode(value)
+        } catch is SortedJSONEncoder.Unsupported, is JSONWriter.NonFiniteNumber {
+            return [UInt8](try foundationEncoded(value))
+        }
+    }
+
     public static func encode(_ value: some Encodable) throws -> Data {
+        Data(try bytes(value))
+    }
+
+    /// `value` encoded by Foundation's `JSONEncoder`, configured as the protocol says.
+    static func foundationEncoded(_ value: some Encodable) throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return try encoder.encode(value)
@@ -73,10 +96,10 @@ public enum WireJSON {
 
     /// `value` encoded, followed by `\n`.
     public static func line(_ value: some Encodable) throws -> ByteBuffer {
-        let data = try encode(value)
+        let bytes = try bytes(value)
         var buffer = ByteBuffer()
-        buffer.reserveCapacity(data.count + 1)
-        buffer.writeBytes(data)
+        buffer.reserveCapacity(bytes.count + 1)
+        buffer.writeBytes(bytes)
         buffer.writeInteger(UInt8(ascii: "\n"))
         return buffer
     }

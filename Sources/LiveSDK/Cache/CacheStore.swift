@@ -220,9 +220,10 @@ final class CacheStore: Sendable {
 
     /// Writes `entity` in `db` unless it holds the same or a higher version; returns whether it wrote.
     static func upsert(_ entity: Entity, in db: Database) throws -> Bool {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        let text = String(decoding: try encoder.encode(entity.data), as: UTF8.self)
+        // The text `JSONEncoder` with `.sortedKeys` writes, written directly (this runs for every realtime event).
+        var writer = JSONWriter(escapesSlashes: true)
+        try writer.write(entity.data)
+        let text = String(decoding: writer.bytes, as: UTF8.self)
         // A cached (prepared once) statement: this runs for every realtime event.
         try db.cachedStatement(
             sql: """
