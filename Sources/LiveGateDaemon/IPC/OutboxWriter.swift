@@ -9,9 +9,9 @@ import Synchronization
 /// loop (``ConnectionOutbox/Wakeup/writeNow``: the fan-out's task already gathered everything waiting for the
 /// connection), and otherwise joins its loop's next flush (``LoopFlusher``: one task for all the loop's
 /// connections with bytes). Either way it takes everything queued (a few chunks of bytes) and writes it with
-/// one flush, so a burst of notifications costs one system call per connection, not one per notification. While the client's socket is full (the channel is not writable) it writes nothing and waits
-/// for NIO to report writability; the outbox meanwhile coalesces, and cuts the client off if that lasts too
-/// long.
+/// one flush, so a burst of notifications costs one system call per connection, not one per notification.
+/// While the client's socket is full (the channel is not writable) it writes nothing and waits for NIO to
+/// report writability; the outbox meanwhile coalesces, and cuts the client off if that lasts too long.
 ///
 /// Sits in the pipeline after the frame decoder (it passes frames on untouched) so that it sees writability
 /// changes. Its state is guarded by a lock because ``start(_:channel:)`` comes from the connection's task.
