@@ -24,6 +24,8 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Updates sent as fast as possible, per throughput run.") var burst = 2000
     @Option(help: "Updates per second in the latency runs.") var rate = 2000
     @Option(help: "Seconds each latency run lasts.") var seconds = 3.0
+    @Flag(help: "After each latency run, its p50 / p99 / max latency per 100 ms of send time, and how many subscribers ever waited over 100 ms.")
+    var timeline = false
     @Option(help: "Approximate payload size in bytes (the object's data / the Redis message).") var payloadBytes = 256
     @Option(help: "Tokens for the memory run (spread over 100 connections).") var tokens = 100_000
     @Option(help: "Where livegated and livegate-cloud are (default: next to this program).") var binDirectory: String?
@@ -194,7 +196,7 @@ struct Bench: AsyncParsableCommand {
 
         // Latency: a fixed rate.
         say("  \(system), N=\(n): \(burstDelivered) of \(n * burst) delivered; now \(rate)/s for \(seconds) s…")
-        for reception in pool.receptions { reception.reset(recordLatencies: true) }
+        for reception in pool.receptions { reception.reset(recordLatencies: true, recordStamps: timeline) }
         let total = Int(Double(rate) * seconds)
         let paceStart = DispatchTime.now().uptimeNanoseconds
         var sent = 0
@@ -212,6 +214,7 @@ struct Bench: AsyncParsableCommand {
         var latencies: [UInt64] = []
         latencies.reserveCapacity(delivered)
         for reception in pool.receptions { latencies += reception.latencies }
+        if timeline { printTimeline(system, pool) }
         latencies.sort()
         let percentile = { (p: Double) in milliseconds(atPercentile: p, of: latencies) }
         let row = Row(
@@ -232,6 +235,28 @@ struct Bench: AsyncParsableCommand {
                 + "p99 \(String(format: "%.2f", row.p99)) ms"
         )
         return row
+    }
+
+    /// The latency run's p50 / p99 / max per 100 ms of send time (one `window:p50/p99/max` per window, in ms),
+    /// and how many subscribers ever waited over 100 ms: whether a tail is a moment every subscriber lived
+    /// through, or a few subscribers behind for long.
+    func printTimeline(_ system: String, _ pool: SubscriberPool) {
+        let start = pool.receptions.compactMap { $0.stamps.min() }.min() ?? 0
+        var windows: [Int: [UInt64]] = [:]
+        for reception in pool.receptions {
+            for (stamp, latency) in zip(reception.stamps, reception.latencies) {
+                windows[Int((stamp &- start) / 100_000_000), default: []].append(latency)
+            }
+        }
+        var line = "  \(system), N=\(pool.receptions.count): p50/p99/max ms per 100 ms:"
+        for window in windows.keys.sorted() {
+            let sorted = windows[window, default: []].sorted()
+            let figures = [0.5, 0.99].map { milliseconds(atPercentile: $0, of: sorted) } + [Double(sorted.last ?? 0) / 1e6]
+            line += " \(window):" + figures.map { String(format: "%.0f", $0) }.joined(separator: "/")
+        }
+        say(line)
+        let behind = pool.receptions.filter { ($0.latencies.max() ?? 0) > 100_000_000 }.count
+        say("  \(system), N=\(pool.receptions.count): \(behind) of \(pool.receptions.count) subscribers waited over 100 ms at least once")
     }
 
     /// Waits until `expected` deliveries arrived, or none arrived for a second (coalesced or dropped); returns the count.

@@ -6,11 +6,14 @@ import NIOCore
 import NIOPosix
 import Synchronization
 
-/// What one subscriber saw: deliveries of timed updates and their latencies (read time − send stamp).
+/// What one subscriber saw: deliveries of timed updates and their latencies (read time − send stamp), and
+/// their send stamps when asked for (``reset(recordLatencies:recordStamps:)``: for `--timeline`).
 final class Reception: Sendable {
     private struct State {
         var deliveries = 0
         var latencies: [UInt64] = []
+        var stamps: [UInt64] = []
+        var recordStamps = false
         var markers = 0
         var lastAt: UInt64 = 0
         var recording = true
@@ -32,14 +35,17 @@ final class Reception: Sendable {
             state.deliveries += stamps.count
             state.lastAt = now
             if state.recording { state.latencies.append(contentsOf: stamps.lazy.map { now &- $0 }) }
+            if state.recording, state.recordStamps { state.stamps.append(contentsOf: stamps) }
         }
     }
 
     /// Clears the counters for the next measurement.
-    func reset(recordLatencies: Bool) {
+    func reset(recordLatencies: Bool, recordStamps: Bool = false) {
         state.withLock { state in
             state.deliveries = 0
             state.latencies.removeAll(keepingCapacity: true)
+            state.stamps.removeAll(keepingCapacity: true)
+            state.recordStamps = recordStamps
             state.lastAt = 0
             state.recording = recordLatencies
         }
@@ -48,6 +54,8 @@ final class Reception: Sendable {
     var deliveries: Int { state.withLock { $0.deliveries } }
     var lastAt: UInt64 { state.withLock { $0.lastAt } }
     var latencies: [UInt64] { state.withLock { $0.latencies } }
+    /// The send stamps of the timed deliveries, in the order of ``latencies`` (recorded when asked for).
+    var stamps: [UInt64] { state.withLock { $0.stamps } }
 }
 
 /// Reads a subscriber's byte stream line by line, the same way for the daemon (JSON lines) and Redis (RESP,
