@@ -24,7 +24,10 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Updates sent as fast as possible, per throughput run.") var burst = 2000
     @Option(help: "Updates per second in the latency runs.") var rate = 2000
     @Option(help: "Seconds each latency run lasts.") var seconds = 3.0
-    @Flag(help: "After each latency run, its p50 / p99 / max latency per 100 ms of send time, and how many subscribers ever waited over 100 ms.")
+    @Flag(
+        help:
+            "After each latency run, its p50 / p99 / max latency per 100 ms of send time, how many subscribers ever waited over 100 ms, and how many received fewer than were sent."
+    )
     var timeline = false
     @Option(help: "Approximate payload size in bytes (the object's data / the Redis message).") var payloadBytes = 256
     @Option(help: "Tokens for the memory run (spread over 100 connections).") var tokens = 100_000
@@ -214,7 +217,7 @@ struct Bench: AsyncParsableCommand {
         var latencies: [UInt64] = []
         latencies.reserveCapacity(delivered)
         for reception in pool.receptions { latencies += reception.latencies }
-        if timeline { printTimeline(system, pool) }
+        if timeline { printTimeline(system, pool, sentPerSubscriber: total) }
         latencies.sort()
         let percentile = { (p: Double) in milliseconds(atPercentile: p, of: latencies) }
         let row = Row(
@@ -238,9 +241,9 @@ struct Bench: AsyncParsableCommand {
     }
 
     /// The latency run's p50 / p99 / max per 100 ms of send time (one `window:p50/p99/max` per window, in ms),
-    /// and how many subscribers ever waited over 100 ms: whether a tail is a moment every subscriber lived
-    /// through, or a few subscribers behind for long.
-    func printTimeline(_ system: String, _ pool: SubscriberPool) {
+    /// how many subscribers ever waited over 100 ms (whether a tail is a moment every subscriber lived
+    /// through, or a few subscribers behind for long), and how many received fewer than were sent (coalesced).
+    func printTimeline(_ system: String, _ pool: SubscriberPool, sentPerSubscriber: Int) {
         let start = pool.receptions.compactMap { $0.stamps.min() }.min() ?? 0
         var windows: [Int: [UInt64]] = [:]
         for reception in pool.receptions {
@@ -256,7 +259,11 @@ struct Bench: AsyncParsableCommand {
         }
         say(line)
         let behind = pool.receptions.filter { ($0.latencies.max() ?? 0) > 100_000_000 }.count
-        say("  \(system), N=\(pool.receptions.count): \(behind) of \(pool.receptions.count) subscribers waited over 100 ms at least once")
+        let coalesced = pool.receptions.filter { $0.deliveries < sentPerSubscriber }.count
+        say(
+            "  \(system), N=\(pool.receptions.count): \(behind) of \(pool.receptions.count) subscribers waited over 100 ms at least once; "
+                + "\(coalesced) received fewer than the \(sentPerSubscriber) sent"
+        )
     }
 
     /// Waits until `expected` deliveries arrived, or none arrived for a second (coalesced or dropped); returns the count.
