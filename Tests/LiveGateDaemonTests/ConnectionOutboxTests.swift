@@ -41,6 +41,24 @@ import Testing
         #expect(text(outbox.take().chunks) == "t1:v4\n")
     }
 
+    @Test func aFanOutBatchForATokenBehindQueuesItsLatestAdmittedChange() {
+        var bodies = SharedBodies()
+        for version in 1...3 { bodies.append(buffer("v\(version)\n")) }
+        let outbox = ConnectionOutbox(maxQueuedBytes: 1 << 20, maxStall: .seconds(30))
+        outbox.writerBlocked()
+        outbox.offer(token: 2, prefix: buffer("t2:"), body: buffer("w1\n"))
+        outbox.offerOnLoop(token: 1, prefix: buffer("t1:"), bodies: bodies)
+        outbox.offerOnLoop(token: 2, prefix: buffer("t2:"), bodies: bodies, admitted: [0, 1])
+        #expect(text(outbox.take().chunks) == "t2:v2\nt1:v3\n")
+        #expect(outbox.coalescedCount == 4, "v1 and v2 of t1; w1 and v1 of t2")
+        #expect(outbox.queuedBytes == 0)
+        // Items waiting while the client no longer is behind: every change is queued, none replaced.
+        outbox.offer(token: 3, prefix: buffer("t3:"), body: buffer("x\n"))
+        outbox.writerUnblocked()
+        outbox.offerOnLoop(token: 1, prefix: buffer("t1:"), bodies: bodies)
+        #expect(text(outbox.take().chunks) == "t3:x\nt1:v1\nt1:v2\nt1:v3\n")
+    }
+
     @Test func whatWasQueuedWhileKeepingUpIsWrittenAsItIsAndWhatFollowsCoalesces() {
         // While the client keeps up, bytes are copied into chunks as they come; once it is behind,
         // notifications queue after them as items, which coalesce per token.

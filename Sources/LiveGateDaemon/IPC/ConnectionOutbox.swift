@@ -208,7 +208,17 @@ final class ConnectionOutbox: Sendable {
                     }
                 }
                 cutOffNow = cutOffIfOverLimit(&state)
+            } else if isBehind(state), count > 0 {
+                // Behind, each of these would replace the one before it (object notifications are states):
+                // only the last is queued, and the others are counted as coalesced. Queued one by one, they
+                // cost six times what the same bytes cost a client that keeps up (138 against 23 ns each, in a
+                // batch of 20), and clients fall behind when the daemon is busiest.
+                let last = admitted?.last ?? (bodies.count - 1)
+                queueItem(prefix: prefix, body: bodies.body(at: last), token: token, fullState: nil, in: &state)
+                state.coalesced += count - 1
+                cutOffNow = cutOffIfOverLimit(&state)
             } else {
+                // Items are waiting but the client is no longer behind: each one is queued, none replaced.
                 for index in 0..<count where !cutOffNow {
                     let body = bodies.body(at: admitted?[index] ?? index)
                     queueItem(prefix: prefix, body: body, token: token, fullState: nil, in: &state)
