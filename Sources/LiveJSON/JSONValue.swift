@@ -39,12 +39,7 @@ extension JSONValue: Codable {
         case .null: try container.encodeNil()
         case .bool(let value): try container.encode(value)
         case .number(let value):
-            // Integral values within the exactly-representable range encode without a fraction ("3", not "3.0").
-            if value.rounded() == value, abs(value) < 9_007_199_254_740_992 {
-                try container.encode(Int64(value))
-            } else {
-                try container.encode(value)
-            }
+            if let integer = Self.exactInteger(value) { try container.encode(integer) } else { try container.encode(value) }
         case .string(let value): try container.encode(value)
         case .array(let value): try container.encode(value)
         case .object(let value): try container.encode(value)
@@ -53,6 +48,12 @@ extension JSONValue: Codable {
 }
 
 extension JSONValue {
+    /// `number` as the integer it encodes as: an integral value within the exactly-representable range
+    /// (2^53) is written without a fraction ("3", not "3.0"); `nil` for any other.
+    static func exactInteger(_ number: Double) -> Int64? {
+        number.rounded() == number && abs(number) < 9_007_199_254_740_992 ? Int64(number) : nil
+    }
+
     /// The member `key` of an object, or `nil` for a missing member or a value that is not an object.
     public subscript(key: String) -> JSONValue? {
         if case .object(let members) = self { return members[key] }

@@ -29,31 +29,41 @@ public struct JSONWriter {
         case .null: writeNull()
         case .bool(let flag): write(flag)
         case .number(let number):
-            // As `JSONValue`'s `Encodable` conformance encodes it: integral values within 2^53 as integers.
-            if number.rounded() == number, abs(number) < 9_007_199_254_740_992 {
-                write(Int64(number))
-            } else {
-                try write(number)
-            }
+            // As `JSONValue`'s `Encodable` conformance encodes it.
+            if let integer = JSONValue.exactInteger(number) { write(integer) } else { try write(number) }
         case .string(let string): write(string)
-        case .array(let items):
-            bytes.append(UInt8(ascii: "["))
-            for (index, item) in items.enumerated() {
-                if index > 0 { bytes.append(UInt8(ascii: ",")) }
-                try write(item)
-            }
-            bytes.append(UInt8(ascii: "]"))
-        case .object(let members):
-            bytes.append(UInt8(ascii: "{"))
-            for (index, key) in Self.sortedKeys(members.keys).enumerated() {
-                if index > 0 { bytes.append(UInt8(ascii: ",")) }
-                write(key)
-                bytes.append(UInt8(ascii: ":"))
-                // Present: the key was just read from the dictionary.
-                try write(members[key]!)
-            }
-            bytes.append(UInt8(ascii: "}"))
+        case .array(let items): try writeArray(items) { (writer, item) throws(NonFiniteNumber) in try writer.write(item) }
+        case .object(let members): try writeObject(members) { (writer, value) throws(NonFiniteNumber) in try writer.write(value) }
         }
+    }
+
+    /// `items` as an array, each written by `writeItem`.
+    mutating func writeArray<Item, Failure>(
+        _ items: [Item],
+        _ writeItem: (inout JSONWriter, Item) throws(Failure) -> Void
+    ) throws(Failure) {
+        bytes.append(UInt8(ascii: "["))
+        for (index, item) in items.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            try writeItem(&self, item)
+        }
+        bytes.append(UInt8(ascii: "]"))
+    }
+
+    /// `members` as an object, sorted by their keys' UTF-8 bytes, each value written by `writeValue`.
+    mutating func writeObject<Value, Failure>(
+        _ members: [String: Value],
+        _ writeValue: (inout JSONWriter, Value) throws(Failure) -> Void
+    ) throws(Failure) {
+        bytes.append(UInt8(ascii: "{"))
+        for (index, key) in members.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }).enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            write(key)
+            bytes.append(UInt8(ascii: ":"))
+            // Present: the key was just read from the dictionary.
+            try writeValue(&self, members[key]!)
+        }
+        bytes.append(UInt8(ascii: "}"))
     }
 
     public mutating func writeNull() {
@@ -99,10 +109,9 @@ public struct JSONWriter {
                 if let escape {
                     escape.withUTF8Buffer { bytes.append(contentsOf: $0) }
                 } else {
-                    let hex: [UInt8] = Array("0123456789abcdef".utf8)
                     bytes.append(contentsOf: "\\u00".utf8)
-                    bytes.append(hex[Int(byte >> 4)])
-                    bytes.append(hex[Int(byte & 0x0F)])
+                    bytes.append(Self.hexDigits[Int(byte >> 4)])
+                    bytes.append(Self.hexDigits[Int(byte & 0x0F)])
                 }
             }
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...]))
@@ -110,13 +119,5 @@ public struct JSONWriter {
         bytes.append(UInt8(ascii: "\""))
     }
 
-    /// `keys` in the order members are written: by their UTF-8 bytes.
-    static func sortedKeys(_ keys: some Collection<String>) -> [String] {
-        keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-    }
-
-    /// Appends text that is already JSON (a punctuation mark, a member's key and colon).
-    mutating func append(raw byte: UInt8) {
-        bytes.append(byte)
-    }
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 }

@@ -58,23 +58,8 @@ private enum Node {
         case .double(let number): try writer.write(number)
         case .string(let string): writer.write(string)
         case .value(let value): try writer.write(value)
-        case .array(let storage):
-            writer.append(raw: UInt8(ascii: "["))
-            for (index, item) in storage.items.enumerated() {
-                if index > 0 { writer.append(raw: UInt8(ascii: ",")) }
-                try item.write(into: &writer)
-            }
-            writer.append(raw: UInt8(ascii: "]"))
-        case .object(let storage):
-            writer.append(raw: UInt8(ascii: "{"))
-            for (index, key) in JSONWriter.sortedKeys(storage.members.keys).enumerated() {
-                if index > 0 { writer.append(raw: UInt8(ascii: ",")) }
-                writer.write(key)
-                writer.append(raw: UInt8(ascii: ":"))
-                // Present: the key was just read from the dictionary.
-                try storage.members[key]!.write(into: &writer)
-            }
-            writer.append(raw: UInt8(ascii: "}"))
+        case .array(let storage): try writer.writeArray(storage.items) { try $1.write(into: &$0) }
+        case .object(let storage): try writer.writeObject(storage.members) { try $1.write(into: &$0) }
         case .deferred(let encoder):
             // A super encoder nothing was encoded with stands for an empty object, as in `JSONEncoder`.
             try (encoder.node ?? .object(ObjectStorage())).write(into: &writer)
