@@ -30,6 +30,10 @@ public struct LiveGateDaemon: Sendable {
         // whatever fan-out and writes to clients were queued there (at 1,000 subscribers, ~15 ms of each event's
         // latency).
         let cloudLoop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        // The clients' loops: requests, fan-out and writes (`event-loops`). They live as long as the process,
+        // as NIO's shared loops did: a fan-out task or a closing connection may still be scheduled on them
+        // while the services stop, and scheduling on a loop that was shut down is an error.
+        let clientLoops = MultiThreadedEventLoopGroup(numberOfThreads: configuration.eventLoops)
         let engine = try LiveClient(
             configuration: LiveSDKConfiguration(
                 cloudURL: configuration.cloudURL,
@@ -51,7 +55,7 @@ public struct LiveGateDaemon: Sendable {
             sessionWatch: SessionWatch(),
             startedAt: .now,
             connections: ConnectionRegistry(),
-            flushers: LoopFlushers(group: MultiThreadedEventLoopGroup.singleton),
+            flushers: LoopFlushers(group: clientLoops),
             notifier: notifier
         )
         await CloudEventLog(logger: logger).attach(to: engine)

@@ -32,6 +32,7 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Approximate payload size in bytes (the object's data / the Redis message).") var payloadBytes = 256
     @Option(help: "Tokens for the memory run (spread over 100 connections).") var tokens = 100_000
     @Option(help: "Where livegated and livegate-cloud are (default: next to this program).") var binDirectory: String?
+    @Option(help: "The daemon's event-loops setting (default: its own, auto).") var eventLoops: String?
     @Option(help: "redis-server to compare with.") var redisServer = "/usr/bin/redis-server"
     @Flag(help: "Skip the Redis rows.") var skipRedis = false
     @Flag(help: "Skip the memory run.") var skipMemory = false
@@ -59,7 +60,10 @@ struct Bench: AsyncParsableCommand {
             if engineOnly { return }
         }
         let counts = subscribers.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
-        say("livegate-bench: payload ~\(payloadBytes) B, burst \(burst) updates, \(rate) updates/s for \(seconds) s; work in \(directory)")
+        say(
+            "livegate-bench: payload ~\(payloadBytes) B, burst \(burst) updates, \(rate) updates/s for \(seconds) s; "
+                + "livegated event-loops = \(eventLoops ?? "auto"); work in \(directory)"
+        )
 
         let cloud = LoadCloud(payloadBytes: payloadBytes)
         let port = Int.random(in: 20_000..<40_000)
@@ -415,7 +419,7 @@ struct Bench: AsyncParsableCommand {
             max-tokens-per-connection = 100000
             max-requests-per-second = 10000000
             max-queued-bytes-per-connection = 67108864
-            """
+            """ + (eventLoops.map { "\nevent-loops = \($0)" } ?? "")
         try config.write(toFile: directory + "/livegated.conf", atomically: true, encoding: .utf8)
         let socket = directory + "/livegate.sock"
         let child = try Child(

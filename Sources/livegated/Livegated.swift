@@ -103,6 +103,7 @@ struct Livegated: AsyncParsableCommand {
             socketPath: socket ?? file.socketPath ?? Self.defaultSocketPath(environment),
             stateDirectory: stateDir ?? file.stateDirectory ?? environment["STATE_DIRECTORY"] ?? "/var/lib/livegate",
             cacheMaxEntities: file.cacheMaxEntities,
+            eventLoops: file.eventLoops ?? DaemonConfiguration.defaultEventLoops,
             cloudURL: cloudURL,
             credentials: Credentials(username: username, password: password),
             logLevel: level,
@@ -115,7 +116,10 @@ struct Livegated: AsyncParsableCommand {
         let daemon = try await LiveGateDaemon(configuration: configuration, settings: settings, logger: logger)
         logger.notice(
             "livegated \(livegatedVersion) starting",
-            metadata: [LogField.messageID: .string(LogMessageID.started), "cloud": "\(cloudURL)", "user": "\(username)"]
+            metadata: [
+                LogField.messageID: .string(LogMessageID.started), "cloud": "\(cloudURL)", "user": "\(username)",
+                "eventLoops": "\(configuration.eventLoops)",
+            ]
         )
         var groupConfiguration = ServiceGroupConfiguration(
             services: daemon.services,

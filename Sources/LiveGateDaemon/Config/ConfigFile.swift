@@ -12,6 +12,8 @@ public struct ConfigFile: Sendable, Equatable {
     public var stateDirectory: String?
     /// `cache-max-entities`: the cache's size bound (read at start; a reload does not change it).
     public var cacheMaxEntities: Int?
+    /// `event-loops`: threads serving clients (read at start); `nil` (`auto`): ``DaemonConfiguration/defaultEventLoops``.
+    public var eventLoops: Int?
     public var logLevel: Logger.Level?
     public var limits = ReloadableSettings.Limits()
     public var policy = AccessPolicy()
@@ -23,6 +25,7 @@ public struct ConfigFile: Sendable, Equatable {
         "cloud-url", "username", "password-file", "socket", "state-dir", "log-level", "max-frame-bytes",
         "max-queued-bytes-per-connection", "max-stall-seconds", "max-connections", "max-tokens-per-connection",
         "max-requests-per-second", "allow-users", "allow-groups", "read-only-users", "read-only-groups", "cache-max-entities",
+        "event-loops",
     ]
 
     /// Reads and validates a file.
@@ -64,6 +67,14 @@ public struct ConfigFile: Sendable, Equatable {
             case "socket": file.socketPath = value
             case "state-dir": file.stateDirectory = value
             case "cache-max-entities": file.cacheMaxEntities = try integer(value, place, name, in: 1...1_000_000_000)
+            case "event-loops":
+                if value != "auto" {
+                    do {
+                        file.eventLoops = try integer(value, place, name, in: 1...256)
+                    } catch {
+                        throw ConfigError("\(error.description) (or auto)")
+                    }
+                }
             case "log-level":
                 guard let level = Logger.Level(rawValue: value) else {
                     throw ConfigError("\(place): log-level must be one of trace, debug, info, notice, warning, error, critical")

@@ -66,7 +66,7 @@ struct SystemdStatusService: Service {
     /// Every event loop runs a task, and the engine's actor answers. Blocks while a loop is wedged: no
     /// ping can be sent for a daemon that cannot serve.
     private func healthy() async -> Bool {
-        for loop in MultiThreadedEventLoopGroup.singleton.makeIterator() {
+        for loop in context.flushers.group.makeIterator() {
             do {
                 try await loop.submit {}.get()
             } catch {

@@ -409,19 +409,25 @@ struct RequestHandler {
         connection.respond(result: ObjectDeleteResult(deleted: true, version: tombstone.version), id: id)
     }
 
-    /// Test hook: blocks every event loop but this connection's for `milliseconds`, so that tests can see
-    /// the watchdog stop pinging. Only with `--test-hooks`.
+    /// Test hook: blocks every event loop serving clients for `milliseconds`, so that tests can see the
+    /// watchdog stop pinging. This connection's loop is blocked once the answer is written. Only with
+    /// `--test-hooks`.
     private func wedge(_ id: RequestID, _ params: JSONValue?) throws {
         struct Params: Decodable { var milliseconds: Int }
         let request = try Self.decode(Params.self, params, method: "debug.wedgeEventLoop")
         let microseconds = UInt32(max(0, min(request.milliseconds, 60_000)) * 1000)
+        let own = connection.eventLoop
         var wedged = 0
-        for loop in MultiThreadedEventLoopGroup.singleton.makeIterator() where loop !== connection.eventLoop {
+        for loop in context.flushers.group.makeIterator() where loop !== own {
             loop.execute { usleep(microseconds) }
             wedged += 1
         }
+        wedged += 1
         connection.logger.warning("test hook: wedged event loops", metadata: ["loops": "\(wedged)", "ms": "\(request.milliseconds)"])
         connection.respond(result: ["wedgedLoops": JSONValue.number(Double(wedged))] as [String: JSONValue], id: id)
+        // The answer is queued by a task on the loop, which schedules the loop's flush; a task queued now runs
+        // after the first and before the flush, so the one it queues in turn runs after the answer is written.
+        own.execute { own.execute { usleep(microseconds) } }
     }
 
     // MARK: Decoding
