@@ -61,4 +61,41 @@ import Testing
         #expect(try written(channel) == "t1:v0\nt1:v1\n")
         _ = try channel.finish()
     }
+
+    /// Stands for a client's socket that is full once the first write was flushed (NIO's channel past its
+    /// high watermark).
+    private final class SocketFullAfterFlush: ChannelOutboundHandler {
+        typealias OutboundIn = ByteBuffer
+
+        func flush(context: ChannelHandlerContext) {
+            context.flush()
+            (context.channel as? EmbeddedChannel)?.isWritable = false
+        }
+    }
+
+    @Test func aClientWhoseSocketFilledWithAWriteIsBehindFromThen() throws {
+        let loop = EmbeddedEventLoop()
+        let flusher = LoopFlusher(eventLoop: loop)
+        let channel = EmbeddedChannel(handlers: [SocketFullAfterFlush(), OutboxWriter(flusher: flusher)], loop: loop)
+        try channel.connect(to: SocketAddress(unixDomainSocketPath: "/tmp/outbox-writer-test")).wait()
+        let outbox = ConnectionOutbox(maxQueuedBytes: 1 << 20, maxStall: .seconds(30), eventLoop: loop, chunkPool: flusher.chunks)
+        _ = try channel.pipeline.handler(type: OutboxWriter.self).wait().start(outbox, channel: channel)
+        let prefix = ByteBuffer(string: "t1:")
+        var first = SharedBodies()
+        first.append(ByteBuffer(string: "v1\n"))
+        outbox.offerOnLoop(token: 1, prefix: prefix, bodies: first)
+        #expect(try written(channel) == "t1:v1\n")
+        // The socket is full now: the next batch is not copied for it, its latest change waits in its place.
+        var next = SharedBodies()
+        next.append(ByteBuffer(string: "v2\n"))
+        next.append(ByteBuffer(string: "v3\n"))
+        outbox.offerOnLoop(token: 1, prefix: prefix, bodies: next)
+        #expect(outbox.coalescedCount == 1, "v2 was replaced by v3")
+        #expect(try written(channel).isEmpty)
+        channel.isWritable = true
+        channel.pipeline.fireChannelWritabilityChanged()
+        loop.run()
+        #expect(try written(channel) == "t1:v3\n")
+        _ = try channel.finish()
+    }
 }

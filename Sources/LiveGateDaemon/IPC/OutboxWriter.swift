@@ -83,6 +83,9 @@ final class OutboxWriter: ChannelInboundHandler, Sendable {
             }
         } else if !chunks.isEmpty {
             if let context { context.flush() } else { channel.flush() }
+            // Past the high watermark now: the client is behind from here on, not only once the next drain
+            // finds it so (until then, a batch more would be copied for a socket that takes nothing).
+            if !channel.isWritable { outbox.writerBlocked() }
             // Written (or held by the channel until the socket takes them: then the next user copies).
             flusher.chunks.recycle(chunks)
         }
