@@ -15,7 +15,7 @@ public struct DaemonConfiguration: Sendable {
     /// The cache's size bound in entities (`nil`: none); unobserved entities are evicted LRU beyond it.
     public var cacheMaxEntities: Int?
     /// How many event loops (threads) serve clients: read their requests, run the fan-out and write their
-    /// notifications. See ``defaultEventLoops``.
+    /// notifications. `nil` given to the initializer (`auto`): ``defaultEventLoops``.
     public var eventLoops: Int
     public var cloudURL: String
     public var credentials: Credentials
@@ -33,7 +33,7 @@ public struct DaemonConfiguration: Sendable {
         socketMode: UInt16 = 0o660,
         stateDirectory: String,
         cacheMaxEntities: Int? = nil,
-        eventLoops: Int = DaemonConfiguration.defaultEventLoops,
+        eventLoops: Int? = nil,
         cloudURL: String,
         credentials: Credentials,
         logLevel: Logger.Level = .info,
@@ -46,7 +46,7 @@ public struct DaemonConfiguration: Sendable {
         self.socketMode = socketMode
         self.stateDirectory = stateDirectory
         self.cacheMaxEntities = cacheMaxEntities
-        self.eventLoops = max(1, eventLoops)
+        self.eventLoops = max(1, eventLoops ?? Self.defaultEventLoops)
         self.cloudURL = cloudURL
         self.credentials = credentials
         self.logLevel = logLevel

@@ -103,7 +103,7 @@ struct Livegated: AsyncParsableCommand {
             socketPath: socket ?? file.socketPath ?? Self.defaultSocketPath(environment),
             stateDirectory: stateDir ?? file.stateDirectory ?? environment["STATE_DIRECTORY"] ?? "/var/lib/livegate",
             cacheMaxEntities: file.cacheMaxEntities,
-            eventLoops: file.eventLoops ?? DaemonConfiguration.defaultEventLoops,
+            eventLoops: file.eventLoops,
             cloudURL: cloudURL,
             credentials: Credentials(username: username, password: password),
             logLevel: level,

@@ -12,7 +12,7 @@ public struct ConfigFile: Sendable, Equatable {
     public var stateDirectory: String?
     /// `cache-max-entities`: the cache's size bound (read at start; a reload does not change it).
     public var cacheMaxEntities: Int?
-    /// `event-loops`: threads serving clients (read at start); `nil` (`auto`): ``DaemonConfiguration/defaultEventLoops``.
+    /// `event-loops`: threads serving clients (read at start); `nil`: `auto` (``DaemonConfiguration/eventLoops``).
     public var eventLoops: Int?
     public var logLevel: Logger.Level?
     public var limits = ReloadableSettings.Limits()
