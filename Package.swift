@@ -42,11 +42,12 @@ let package = Package(
         .systemLibrary(name: "CJSONC", pkgConfig: "json-c", providers: [.apt(["libjson-c-dev"])]),
 
         // Wire formats.
+        .target(name: "LiveGateVersion", swiftSettings: swiftSettings),
         .target(name: "LiveJSON", swiftSettings: swiftSettings),
         .target(name: "LiveChangeSet", swiftSettings: swiftSettings),
         .target(
             name: "LiveGateProtocol",
-            dependencies: ["LiveJSON", "LiveChangeSet", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: ["LiveJSON", "LiveChangeSet", "LiveGateVersion", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: swiftSettings
         ),
         .target(name: "LiveCloudAPI", dependencies: ["LiveJSON"], swiftSettings: swiftSettings),
@@ -80,7 +81,7 @@ let package = Package(
         .target(
             name: "LiveGateDaemon",
             dependencies: [
-                "LiveGateProtocol", "LiveSDK", "LiveGateSystemd", "LiveJSON", "LiveCloudAPI", "LiveChangeSet",
+                "LiveGateProtocol", "LiveSDK", "LiveGateSystemd", "LiveJSON", "LiveCloudAPI", "LiveChangeSet", "LiveGateVersion",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -92,7 +93,7 @@ let package = Package(
         .executableTarget(
             name: "livegated",
             dependencies: [
-                "LiveGateDaemon", "LiveGateSystemd", "LiveSDK",
+                "LiveGateDaemon", "LiveGateSystemd", "LiveSDK", "LiveGateVersion", "LiveGateProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -116,7 +117,7 @@ let package = Package(
         .executableTarget(
             name: "livegatectl",
             dependencies: [
-                "LiveGateClient", "LiveGateProtocol", "LiveJSON",
+                "LiveGateClient", "LiveGateProtocol", "LiveJSON", "LiveGateVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -143,7 +144,7 @@ let package = Package(
         .executableTarget(
             name: "livegate-cloud",
             dependencies: [
-                "LiveGateCloud",
+                "LiveGateCloud", "LiveGateVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -155,7 +156,7 @@ let package = Package(
         .executableTarget(
             name: "livegate-bench",
             dependencies: [
-                "LiveCloudAPI", "LiveChangeSet", "LiveSDK", "LiveJSON",
+                "LiveCloudAPI", "LiveChangeSet", "LiveSDK", "LiveJSON", "LiveGateVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -39,8 +39,9 @@ public final class LiveGateClient: Sendable {
     }
 
     /// A client connected to the daemon at `socketPath`.
-    /// - Throws: ``LiveGateError`` when no connection is made within `timeout` (the daemon is not running, or
-    ///   refuses this client), with the reason.
+    /// - Throws: ``LiveGateError`` when no connection is made within `timeout` (the daemon is not running), with
+    ///   the reason; at once, of kind `.refused`, when the daemon refuses this client (its access policy, or
+    ///   its connection limit).
     public static func connect(
         socketPath: String = LiveGateConnection.defaultSocketPath,
         client: String,
@@ -118,7 +119,14 @@ public final class LiveGateClient: Sendable {
                         }
                     }
                 } catch let error as LiveGateError {
-                    state.withLock { $0.lastFailure = error }
+                    let waiters = state.withLock { state -> [Waiter] in
+                        state.lastFailure = error
+                        // A refusal is not a daemon that is away: whoever waits is told now, with its reason.
+                        guard error.kind == .refused else { return [] }
+                        defer { state.waiters.removeAll() }
+                        return Array(state.waiters.values)
+                    }
+                    for waiter in waiters { waiter.resume(returning: nil) }
                 } catch {
                     state.withLock { $0.lastFailure = LiveGateError.connection("\(error)") }
                 }
@@ -180,6 +188,7 @@ public final class LiveGateClient: Sendable {
             if let connected { return connected }
             let (closed, failure) = state.withLock { ($0.closed, $0.lastFailure) }
             if closed { throw LiveGateError.connection("this LiveGateClient is closed") }
+            if let failure, failure.kind == .refused { throw failure }
             throw LiveGateError.connection(
                 "livegated at \(socketPath) is not reachable (still trying)" + (failure.map { ": \($0.message)" } ?? "")
             )

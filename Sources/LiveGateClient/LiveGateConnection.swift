@@ -62,9 +62,9 @@ public final class LiveGateConnection: Sendable {
     }
 
     /// The socket used when none is given: `$LIVEGATE_SOCKET`, else the system daemon's
-    /// `/run/livegate/livegate.sock`.
+    /// `/run/livegate/livegate.sock` (``DaemonSocket``: the daemon follows the same rule).
     public static var defaultSocketPath: String {
-        ProcessInfo.processInfo.environment["LIVEGATE_SOCKET"] ?? "/run/livegate/livegate.sock"
+        DaemonSocket.defaultPath(environment: ProcessInfo.processInfo.environment)
     }
 
     /// Connects, says hello, runs `body`, then closes the connection.
@@ -110,6 +110,10 @@ public final class LiveGateConnection: Sendable {
 
     /// Reads the connection: performs the hello, then routes responses and notifications.
     private final class Reader: Sendable {
+        static func closingParams(_ message: RPCIncomingMessage) throws -> ConnectionClosingParams {
+            try JSONDecoder().decode(ConnectionClosingParams.self, from: JSONEncoder().encode(message.params))
+        }
+
         private let failureBox = Mutex<LiveGateError?>(nil)
         var failure: LiveGateError? { failureBox.withLock { $0 } }
 
@@ -124,7 +128,14 @@ public final class LiveGateConnection: Sendable {
             var connection: LiveGateConnection?
             do {
                 let request = RPCRequest(id: .number(0), method: Method.hello, params: HelloParams(client: client))
-                try await outbound.write(try WireJSON.line(request))
+                // A daemon that refuses this client says why (connection.closing) and closes, maybe before the
+                // hello is written: then what it said is still to be read, and explains the failed write.
+                var helloFailure: (any Error)?
+                do {
+                    try await outbound.write(try WireJSON.line(request))
+                } catch {
+                    helloFailure = error
+                }
                 for try await frame in inbound {
                     guard case .message(let buffer) = frame else { continue }
                     let message = try JSONDecoder().decode(RPCIncomingMessage.self, from: Data(buffer.readableBytesView))
@@ -132,13 +143,19 @@ public final class LiveGateConnection: Sendable {
                         connection.route(message, raw: buffer)
                         continue
                     }
-                    // The first answer is hello's.
+                    // The first answer is hello's, unless the daemon refuses the connection (access policy,
+                    // connection limit): then it says why in connection.closing, and closes.
+                    if message.method == NotificationMethod.connectionClosing {
+                        throw LiveGateError.closing(try Self.closingParams(message), beforeHello: true)
+                    }
+                    if message.method != nil { continue }
                     if let error = message.error { throw LiveGateError(error) }
                     let hello = try JSONDecoder().decode(HelloResult.self, from: try JSONEncoder().encode(message.result))
                     let established = LiveGateConnection(outbound: outbound, channel: channel, hello: hello)
                     connection = established
                     ready.yield(established)
                 }
+                if let helloFailure, connection == nil { throw helloFailure }
                 connection?.closed(LiveGateError.connection("livegated closed the connection"))
             } catch let error as LiveGateError {
                 failureBox.withLock { $0 = error }
@@ -288,6 +305,21 @@ public final class LiveGateConnection: Sendable {
         return try await request(Method.objectCreate, params, as: ObjectWriteResult.self).snapshot
     }
 
+    /// The daemon's figures (`daemon.stats`).
+    public func stats() async throws -> DaemonStats {
+        try await request(Method.daemonStats, [String: Int](), as: DaemonStats.self)
+    }
+
+    /// Every open connection (`daemon.clients`; administrators only: `notPermitted` otherwise).
+    public func clients() async throws -> [ClientInfo] {
+        try await request(Method.daemonClients, [String: Int](), as: DaemonClientsResult.self).clients
+    }
+
+    /// Sets the daemon's log level until its next reload or restart (`daemon.setLogLevel`; administrators only).
+    public func setLogLevel(_ level: String) async throws -> SetLogLevelResult {
+        try await request(Method.daemonSetLogLevel, SetLogLevelParams(level: level), as: SetLogLevelResult.self)
+    }
+
     private func sendObserve(_ method: String, _ params: some Encodable & Sendable) async throws -> ObjectObservation {
         let slot = ResponseSlot<ObjectObservation>()
         try await send(method, params, .observe(slot))
@@ -343,10 +375,8 @@ public final class LiveGateConnection: Sendable {
                 return
             }
             guard method == NotificationMethod.objectChanged else {
-                if method == NotificationMethod.connectionClosing,
-                    let params = try? JSONDecoder().decode(ConnectionClosingParams.self, from: JSONEncoder().encode(message.params))
-                {
-                    closed(LiveGateError(code: params.code, message: "livegated closed the connection: \(params.message)"))
+                if method == NotificationMethod.connectionClosing, let params = try? Reader.closingParams(message) {
+                    closed(LiveGateError.closing(params, beforeHello: false))
                 }
                 return
             }

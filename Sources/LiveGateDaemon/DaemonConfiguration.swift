@@ -8,8 +8,10 @@ import NIOCore
 public struct DaemonConfiguration: Sendable {
     /// The Unix socket clients connect to (ignored when systemd passes a listening socket).
     public var socketPath: String
-    /// Permission bits of a socket the daemon binds itself.
+    /// Permission bits of a socket the daemon binds itself (`socket-mode`; default 0660).
     public var socketMode: UInt16
+    /// The group a socket the daemon binds itself is given (`socket-group`); `nil`: the daemon's own group.
+    public var socketGroup: UInt32?
     /// Where the cache lives.
     public var stateDirectory: String
     /// The cache's size bound in entities (`nil`: none); unobserved entities are evicted LRU beyond it.
@@ -31,6 +33,7 @@ public struct DaemonConfiguration: Sendable {
     public init(
         socketPath: String,
         socketMode: UInt16 = 0o660,
+        socketGroup: UInt32? = nil,
         stateDirectory: String,
         cacheMaxEntities: Int? = nil,
         eventLoops: Int? = nil,
@@ -44,6 +47,7 @@ public struct DaemonConfiguration: Sendable {
     ) {
         self.socketPath = socketPath
         self.socketMode = socketMode
+        self.socketGroup = socketGroup
         self.stateDirectory = stateDirectory
         self.cacheMaxEntities = cacheMaxEntities
         self.eventLoops = max(1, eventLoops ?? Self.defaultEventLoops)
@@ -65,6 +69,3 @@ extension DaemonConfiguration {
     /// (which left the subscribers too little of the machine to read in time: see Benchmarks.md).
     public static var defaultEventLoops: Int { max(1, System.coreCount - 1) }
 }
-
-/// The daemon's version, reported by `hello`.
-public let livegatedVersion = "0.1.0"

@@ -20,6 +20,10 @@ public enum Method {
     public static let collectionItems = "collection.items"
     public static let sessionState = "session.state"
     public static let daemonStats = "daemon.stats"
+    /// Every open connection (administrators only: root, the daemon's user, `admin-users`, `admin-groups`).
+    public static let daemonClients = "daemon.clients"
+    /// Changes the log level until the next reload or restart (administrators only).
+    public static let daemonSetLogLevel = "daemon.setLogLevel"
     public static let feedSubscribe = "feed.subscribe"
     public static let streamSend = "stream.send"
     public static let streamPost = "stream.post"

@@ -7,6 +7,7 @@ import Foundation
 import Hummingbird
 import LiveChangeSet
 import LiveCloudAPI
+import LiveGateVersion
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -17,7 +18,8 @@ import NIOPosix
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "livegate-bench",
-        abstract: "Fan-out benchmark: livegated vs Redis pub/sub, plus memory per token and an end-to-end row."
+        abstract: "Fan-out benchmark: livegated vs Redis pub/sub, plus memory per token and an end-to-end row.",
+        version: LiveGateVersion.current
     )
 
     @Option(help: "Subscriber counts, comma-separated.") var subscribers = "1,100,1000"

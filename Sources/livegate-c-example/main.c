@@ -78,6 +78,10 @@ int main(int argc, char **argv) {
     int reconnect = 0;
     struct watch watch = {0, -1, 0, 0, 0, 0, 0};
     int arg = 1;
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+        printf("livegate-c-example %s\n", LIVEGATE_VERSION);
+        return 0;
+    }
     for (; arg < argc && strncmp(argv[arg], "--", 2) == 0; arg += 2) {
         if (arg + 1 >= argc) break;
         if (strcmp(argv[arg], "--socket") == 0) socket_path = argv[arg + 1];

@@ -4,6 +4,7 @@ import ArgumentParser
 import Foundation
 import Hummingbird
 import LiveGateCloud
+import LiveGateVersion
 import Logging
 
 @main
@@ -11,6 +12,7 @@ struct LivegateCloud: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "livegate-cloud",
         abstract: "The livegate reference cloud: REST + WebSocket realtime over SQLite or PostgreSQL.",
+        version: LiveGateVersion.current,
         subcommands: [Serve.self, Seed.self],
         defaultSubcommand: Serve.self
     )

@@ -4,11 +4,12 @@ import ArgumentParser
 import Foundation
 import LiveGateClient
 import LiveGateProtocol
+import LiveGateVersion
 import LiveJSON
 
 /// Exit codes (also in `livegatectl --help`):
 /// 0 success · 1 the daemon answered with an error · 64 usage error (EX_USAGE) · 3 the daemon could not be reached or
-/// closed the connection.
+/// closed the connection · 77 the daemon's access policy refused this user (EX_NOPERM).
 @main
 struct Livegatectl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -16,9 +17,14 @@ struct Livegatectl: AsyncParsableCommand {
         abstract: "Talk to livegated: watch live objects and collections, write them, use streams, show the daemon's status.",
         discussion: """
             Exit codes: 0 success; 1 the daemon answered with an error; 64 usage error (EX_USAGE); \
-            3 the daemon could not be reached or closed the connection.
+            3 the daemon could not be reached or closed the connection; 77 the daemon's access policy refused \
+            this user (EX_NOPERM). The socket is --socket, else $LIVEGATE_SOCKET, else /run/livegate/livegate.sock.
             """,
-        subcommands: [Status.self, Get.self, Watch.self, List.self, Put.self, Patch.self, Delete.self, Stream.self]
+        version: LiveGateVersion.current,
+        subcommands: [
+            Status.self, Get.self, Watch.self, List.self, Put.self, Patch.self, Delete.self, Stream.self, Stats.self, Clients.self,
+            LogLevel.self,
+        ]
     )
 }
 
@@ -33,7 +39,17 @@ func withDaemon(_ options: ConnectionOptions, _ body: (LiveGateConnection) async
         try await LiveGateConnection.withConnection(socketPath: options.socket, client: "livegatectl") { try await body($0) }
     } catch let error as LiveGateError {
         FileHandle.standardError.write(Data("livegatectl: \(error.message)\n".utf8))
-        throw ExitCode(error.code == nil || error.code == .limitExceeded ? 3 : 1)
+        throw ExitCode(exitCode(for: error))
+    }
+}
+
+/// The documented exit code for a failure (see ``Livegatectl``).
+func exitCode(for error: LiveGateError) -> Int32 {
+    switch error.kind {
+    case .refused: error.code == .notPermitted ? 77 : 3
+    case .connection: 3
+    case .daemon: error.code == .limitExceeded ? 3 : 1
+    case .client: 1
     }
 }
 

@@ -3,7 +3,9 @@
 import ArgumentParser
 import Foundation
 import LiveGateDaemon
+import LiveGateProtocol
 import LiveGateSystemd
+import LiveGateVersion
 import LiveSDK
 import Logging
 import ServiceLifecycle
@@ -17,7 +19,8 @@ struct Livegated: AsyncParsableCommand {
         discussion: """
             Settings come from --config (see systemd/livegated.conf.example); flags override the file. \
             SIGHUP re-reads the file (log level and limits); SIGTERM shuts down gracefully.
-            """
+            """,
+        version: LiveGateVersion.current
     )
 
     @Option(help: "Configuration file (name = value lines), re-read on SIGHUP.")
@@ -28,9 +31,15 @@ struct Livegated: AsyncParsableCommand {
 
     @Option(
         help:
-            "Unix socket to listen on when systemd passes none. Default: /run/livegate/livegate.sock as root, else $XDG_RUNTIME_DIR/livegate/livegate.sock."
+            "Unix socket to listen on when systemd passes none. Default: $LIVEGATE_SOCKET, else /run/livegate/livegate.sock (where livegatectl and the client libraries look too)."
     )
     var socket: String?
+
+    @Option(help: "Permission bits of a socket the daemon binds itself, in octal. Default: 0660.")
+    var socketMode: String?
+
+    @Option(help: "Group (name or id) of a socket the daemon binds itself. Default: the daemon's own group.")
+    var socketGroup: String?
 
     @Option(help: "Directory for the cache. Default: $STATE_DIRECTORY, else /var/lib/livegate.")
     var stateDir: String?
@@ -70,6 +79,14 @@ struct Livegated: AsyncParsableCommand {
         } catch {
             throw ValidationError("\(error)")
         }
+        let mode: UInt16?
+        let socketGroupID: UInt32?
+        do {
+            mode = try socketMode.map { text throws(ConfigError) in try ConfigFile.socketMode(text) }
+            socketGroupID = try socketGroup.map { text throws(ConfigError) in try ConfigFile.group(text) }
+        } catch {
+            throw ValidationError("\(error)")
+        }
         let levelOverride = try logLevel.map { name -> Logger.Level in
             guard let level = Logger.Level(rawValue: name) else {
                 throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
@@ -100,7 +117,9 @@ struct Livegated: AsyncParsableCommand {
         }
 
         let configuration = DaemonConfiguration(
-            socketPath: socket ?? file.socketPath ?? Self.defaultSocketPath(environment),
+            socketPath: socket ?? file.socketPath ?? DaemonSocket.defaultPath(environment: environment),
+            socketMode: mode ?? file.socketMode ?? 0o660,
+            socketGroup: socketGroupID ?? file.socketGroup,
             stateDirectory: stateDir ?? file.stateDirectory ?? environment["STATE_DIRECTORY"] ?? "/var/lib/livegate",
             cacheMaxEntities: file.cacheMaxEntities,
             eventLoops: file.eventLoops,
@@ -115,7 +134,7 @@ struct Livegated: AsyncParsableCommand {
         let settings = ReloadableSettings(logLevelControl: levelControl, limits: file.limits, policy: file.policy)
         let daemon = try await LiveGateDaemon(configuration: configuration, settings: settings, logger: logger)
         logger.notice(
-            "livegated \(livegatedVersion) starting",
+            "livegated \(LiveGateVersion.current) starting",
             metadata: [
                 LogField.messageID: .string(LogMessageID.started), "cloud": "\(cloudURL)", "user": "\(username)",
                 "eventLoops": "\(configuration.eventLoops)",
@@ -130,10 +149,5 @@ struct Livegated: AsyncParsableCommand {
         groupConfiguration.maximumGracefulShutdownDuration = .seconds(15)
         let group = ServiceGroup(configuration: groupConfiguration)
         try await group.run()
-    }
-
-    static func defaultSocketPath(_ environment: [String: String]) -> String {
-        if getuid() != 0, let runtime = environment["XDG_RUNTIME_DIR"] { return runtime + "/livegate/livegate.sock" }
-        return "/run/livegate/livegate.sock"
     }
 }

@@ -1,6 +1,7 @@
 // Licensed under the Apache License, Version 2.0.
 
 import Foundation
+import LiveGateClient
 import LiveGateProtocol
 import NIOCore
 import Testing
@@ -34,6 +35,17 @@ import Testing
         }
         #expect(cluster.daemonLog.contains("client refused"))
         #expect(cluster.daemonLog.contains("message_id=6c3a1e0f2b8d4f5a9e7c1d2b3a4f5e64"))
+
+        // The clients understand the refusal: a typed error from LiveGateClient (at once, not after its
+        // timeout), livegatectl's message and exit code 77.
+        let refusal = await #expect(throws: LiveGateError.self) {
+            try await LiveGateClient.connect(socketPath: cluster.socketPath, client: "t", timeout: .seconds(30))
+        }
+        #expect(refusal?.kind == .refused && refusal?.code == .notPermitted, "\(String(describing: refusal))")
+        #expect(refusal?.message.contains("livegated refused the connection: not permitted: uid \(me)") == true, "\(String(describing: refusal))")
+        let ctl = try runToCompletion(TestCluster.binDirectory + "/livegatectl", ["status", "--socket", cluster.socketPath])
+        #expect(ctl.status == 77, "\(ctl.output)")
+        #expect(ctl.output.hasPrefix("livegatectl: livegated refused the connection: not permitted: uid \(me)"), "\(ctl.output)")
 
         // A reload that allows this user lets the next connection in.
         try "allow-users = 65534, \(me)\n".write(toFile: cluster.directory + "/livegated.conf", atomically: true, encoding: .utf8)

@@ -31,7 +31,8 @@ import Testing
         defer { cluster.stop() }
         let first = try await cluster.startDaemon()
         #expect(first.count == 1, "READY=1 is the first message: \(first)")
-        #expect(first[0].hasPrefix("READY=1\nSTATUS=serving local clients on \(cluster.socketPath)"))
+        #expect(first[0].hasPrefix("READY=1\nSTATUS=cloud session "), "\(first)")
+        #expect(first[0].hasSuffix("; on \(cluster.socketPath)"), "READY=1 names the socket served: \(first)")
 
         // STATUS= follows and is kept current: a connected client shows up in it.
         _ = try await datagrams(cluster) { $0.hasPrefix("STATUS=cloud session") }
@@ -39,7 +40,9 @@ import Testing
             try await raw.send(#"{"jsonrpc":"2.0","id":1,"method":"object.observe","params":{"collection":"notes","id":"s"}}"#)
             _ = try await raw.next()
             // Kept current: once the session and the link are up, the line says so, with the client and its token.
-            let status = try await datagrams(cluster) { $0 == "STATUS=cloud session established, realtime connected; 1 clients, 1 tokens" }
+            let status = try await datagrams(cluster) {
+                $0 == "STATUS=cloud session established, realtime connected; 1 clients, 1 tokens; on \(cluster.socketPath)"
+            }
             #expect(status.allSatisfy { $0.hasPrefix("STATUS=") || $0 == "WATCHDOG=1" })
         }
 
@@ -121,6 +124,9 @@ import Testing
             cluster.signalDaemon(SIGHUP)
             let reload = try await datagrams(cluster) { $0.hasPrefix("READY=1") }
             #expect(reload.contains { $0.hasPrefix("RELOADING=1\nMONOTONIC_USEC=") })
+            // The READY=1 that ends the reload says how things are now, not a fixed line.
+            #expect(reload.last?.hasPrefix("READY=1\nSTATUS=cloud session ") == true, "\(reload)")
+            #expect(reload.last?.contains("; 1 clients, 0 tokens; on \(cluster.socketPath)") == true, "\(reload)")
             #expect(try await maxFrameBytes() == 8192, "new connections get the new limits")
             // The connection opened before the reload was not dropped.
             try await kept.send(#"{"jsonrpc":"2.0","id":1,"method":"hello","params":{"client":"kept","protocol":1}}"#)
@@ -133,6 +139,19 @@ import Testing
         #expect(try await maxFrameBytes() == 8192, "an invalid file changes nothing")
         #expect(cluster.daemonLog.contains("configuration rejected; the running settings are kept"))
         #expect(cluster.daemonLog.contains("livegated.conf:1: log-level must be one of"))
+    }
+
+    @Test func aSocketTheDaemonBindsGetsTheModeAndGroupAsked() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false)
+        defer { cluster.stop() }
+        // Group 1 (daemon on Debian): any group but the daemon's own; only root may give the socket to it.
+        let group = getuid() == 0 ? ["--socket-group", "1"] : []
+        try await cluster.startDaemon(extraArguments: ["--socket-mode", "0600"] + group)
+        let attributes = try FileManager.default.attributesOfItem(atPath: cluster.socketPath)
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+        #expect((attributes[.groupOwnerAccountID] as? NSNumber)?.intValue == (getuid() == 0 ? 1 : Int(getgid())))
+        let bad = try runToCompletion(TestCluster.binDirectory + "/livegated", ["--socket-mode", "0400", "--cloud-url", "http://127.0.0.1:1"])
+        #expect(bad.status == 64 && bad.output.contains("leaves the daemon's own user unable to use its socket"), "\(bad.output)")
     }
 
     @Test func checkConfigValidatesAFile() throws {

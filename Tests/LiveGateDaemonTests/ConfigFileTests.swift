@@ -17,6 +17,25 @@ import Testing
         }
     }
 
+    @Test func socketModeIsOctalAndKeepsTheOwnerInAndSocketGroupResolves() throws {
+        #expect(try ConfigFile.parse("socket-mode = 0660\n", source: "f").socketMode == 0o660)
+        #expect(try ConfigFile.parse("socket-mode = 600\n", source: "f").socketMode == 0o600)
+        #expect(try ConfigFile.parse("socket-mode = 0o666\n", source: "f").socketMode == 0o666)
+        for bad in ["0888", "1777", "rw", "0400", ""] where !bad.isEmpty {
+            #expect(throws: ConfigError.self) { try ConfigFile.parse("socket-mode = \(bad)\n", source: "f") }
+        }
+        #expect(try ConfigFile.parse("socket-group = 0\n", source: "f").socketGroup == 0)
+        #expect(try ConfigFile.parse("socket-group = root\n", source: "f").socketGroup == 0)
+        let error = #expect(throws: ConfigError.self) { try ConfigFile.parse("socket-group = no-such-group-here\n", source: "f") }
+        #expect(error?.description.hasPrefix("f:1: socket-group: no group named no-such-group-here") == true, "\(String(describing: error))")
+    }
+
+    @Test func adminListsResolve() throws {
+        let file = try ConfigFile.parse("admin-users = root, 4242\nadmin-groups = 0\n", source: "f")
+        #expect(file.policy.adminUsers == [0, 4242])
+        #expect(file.policy.adminGroups == [0])
+    }
+
     @Test func theDefaultLeavesTheEngineACoreAndIsAtLeastOne() {
         #expect(DaemonConfiguration.defaultEventLoops >= 1)
         #expect(DaemonConfiguration.defaultEventLoops <= max(1, System.coreCount - 1))

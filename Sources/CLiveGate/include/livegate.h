@@ -34,6 +34,9 @@
 extern "C" {
 #endif
 
+/* The library's version: livegate's (LiveGateVersion.current; scripts/check-install checks they agree). */
+#define LIVEGATE_VERSION "0.1.0"
+
 struct json_object;
 typedef struct lg_client lg_client;
 

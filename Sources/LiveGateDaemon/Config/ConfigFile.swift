@@ -9,6 +9,10 @@ public struct ConfigFile: Sendable, Equatable {
     public var username: String?
     public var passwordFile: String?
     public var socketPath: String?
+    /// `socket-mode`: the permission bits of a socket the daemon binds itself (octal, e.g. 0660).
+    public var socketMode: UInt16?
+    /// `socket-group`: the group of a socket the daemon binds itself (a name or a numeric id).
+    public var socketGroup: UInt32?
     public var stateDirectory: String?
     /// `cache-max-entities`: the cache's size bound (read at start; a reload does not change it).
     public var cacheMaxEntities: Int?
@@ -22,9 +26,10 @@ public struct ConfigFile: Sendable, Equatable {
 
     /// Every name a file may use, for the error about an unknown one.
     static let names = [
-        "cloud-url", "username", "password-file", "socket", "state-dir", "log-level", "max-frame-bytes",
+        "cloud-url", "username", "password-file", "socket", "socket-mode", "socket-group", "state-dir", "log-level", "max-frame-bytes",
         "max-queued-bytes-per-connection", "max-stall-seconds", "max-connections", "max-tokens-per-connection",
-        "max-requests-per-second", "allow-users", "allow-groups", "read-only-users", "read-only-groups", "cache-max-entities",
+        "max-requests-per-second", "allow-users", "allow-groups", "read-only-users", "read-only-groups", "admin-users", "admin-groups",
+        "cache-max-entities",
         "event-loops",
     ]
 
@@ -65,6 +70,18 @@ public struct ConfigFile: Sendable, Equatable {
             case "username": file.username = value
             case "password-file": file.passwordFile = value
             case "socket": file.socketPath = value
+            case "socket-mode":
+                do {
+                    file.socketMode = try socketMode(value)
+                } catch {
+                    throw ConfigError("\(place): \(error)")
+                }
+            case "socket-group":
+                do {
+                    file.socketGroup = try group(value)
+                } catch {
+                    throw ConfigError("\(place): \(error)")
+                }
             case "state-dir": file.stateDirectory = value
             case "cache-max-entities": file.cacheMaxEntities = try integer(value, place, name, in: 1...1_000_000_000)
             case "event-loops":
@@ -92,13 +109,15 @@ public struct ConfigFile: Sendable, Equatable {
                 file.limits.maxTokensPerConnection = try integer(value, place, name, in: 1...10_000_000)
             case "max-requests-per-second":
                 file.limits.maxRequestsPerSecond = try integer(value, place, name, in: 1...10_000_000)
-            case "allow-users", "allow-groups", "read-only-users", "read-only-groups":
+            case "allow-users", "allow-groups", "read-only-users", "read-only-groups", "admin-users", "admin-groups":
                 do {
                     switch name {
                     case "allow-users": file.policy.allowedUsers = try AccessPolicy.users(value)
                     case "allow-groups": file.policy.allowedGroups = try AccessPolicy.groups(value)
                     case "read-only-users": file.policy.readOnlyUsers = try AccessPolicy.users(value)
-                    default: file.policy.readOnlyGroups = try AccessPolicy.groups(value)
+                    case "read-only-groups": file.policy.readOnlyGroups = try AccessPolicy.groups(value)
+                    case "admin-users": file.policy.adminUsers = try AccessPolicy.users(value)
+                    default: file.policy.adminGroups = try AccessPolicy.groups(value)
                     }
                 } catch {
                     throw ConfigError("\(place): \(name): \(error)")
@@ -108,6 +127,28 @@ public struct ConfigFile: Sendable, Equatable {
             }
         }
         return file
+    }
+
+    /// Permission bits in octal (`0660`, `660`, `0o660`), at most 0777, readable and writable by the owner.
+    public static func socketMode(_ text: String) throws(ConfigError) -> UInt16 {
+        var digits = Substring(text)
+        if digits.hasPrefix("0o") { digits = digits.dropFirst(2) }
+        guard !digits.isEmpty, digits.count <= 4, let mode = UInt16(digits, radix: 8), mode <= 0o777 else {
+            throw ConfigError("socket-mode must be permission bits in octal, e.g. 0660, not \(text)")
+        }
+        guard mode & 0o600 == 0o600 else {
+            throw ConfigError("socket-mode \(text) leaves the daemon's own user unable to use its socket; it needs at least 0600")
+        }
+        return mode
+    }
+
+    /// A group name or numeric id (`socket-group`, `--socket-group`).
+    public static func group(_ text: String) throws(ConfigError) -> UInt32 {
+        do {
+            return try AccessPolicy.group(text)
+        } catch {
+            throw ConfigError("socket-group: \(error)")
+        }
     }
 
     private static func integer(_ value: String, _ place: String, _ name: String, in range: ClosedRange<Int>) throws(ConfigError) -> Int {

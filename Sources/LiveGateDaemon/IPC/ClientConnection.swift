@@ -7,6 +7,10 @@ import Logging
 import NIOCore
 import Synchronization
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// One client connection: reads frames, answers requests in order, and owns the connection's tokens.
 /// Closing the connection (by either side) releases every token it had.
 final class ClientConnection: Sendable {
@@ -42,8 +46,16 @@ final class ClientConnection: Sendable {
         var endedWhilePending: Set<Int64> = []
     }
 
-    init(id: UInt64, context: DaemonContext, eventLoop: any EventLoop, logger: Logger) {
+    /// Who is at the other end (`SO_PEERCRED`, `SO_PEERGROUPS`), when the kernel said.
+    let peer: PeerCredentials?
+    /// The client's name from its `hello`, for `daemon.clients`.
+    private let clientName = Mutex<String?>(nil)
+    /// When the connection was accepted.
+    let connectedAt = ContinuousClock.now
+
+    init(id: UInt64, context: DaemonContext, eventLoop: any EventLoop, peer: PeerCredentials?, logger: Logger) {
         self.id = id
+        self.peer = peer
         self.context = context
         self.eventLoop = eventLoop
         let limits = context.settings.limits
@@ -58,18 +70,24 @@ final class ClientConnection: Sendable {
         )
         var logger = logger
         logger[metadataKey: "conn"] = "\(id)"
-        self.logger = logger
-    }
-
-    /// Serves the connection until the peer closes it, it is cut off, or the daemon shuts down.
-    func run(_ channel: NIOAsyncChannel<InboundFrame, ByteBuffer>) async {
-        var logger = self.logger
-        let peer = await PeerCredentials.of(channel.channel)
+        // Every entry about this client (requests included) carries its identity: LIVEGATE_CLIENT_PID/UID/GID.
         if let peer {
             logger[metadataKey: "client_pid"] = "\(peer.pid)"
             logger[metadataKey: "client_uid"] = "\(peer.uid)"
             logger[metadataKey: "client_gid"] = "\(peer.gid)"
         }
+        self.logger = logger
+    }
+
+    /// The client's name, once it said `hello`.
+    var name: String? {
+        get { clientName.withLock { $0 } }
+        set { clientName.withLock { $0 = newValue } }
+    }
+
+    /// Serves the connection until the peer closes it, it is cut off, or the daemon shuts down.
+    func run(_ channel: NIOAsyncChannel<InboundFrame, ByteBuffer>) async {
+        let logger = self.logger
         let refusal = admit(peer)
         if let refusal {
             logger.warning(
@@ -118,7 +136,7 @@ final class ClientConnection: Sendable {
         let settings = context.settings
         let decision: AccessPolicy.Decision
         if let peer {
-            decision = settings.policy.decide(uid: peer.uid, gid: peer.gid)
+            decision = settings.policy.decide(peer)
         } else {
             let policy = settings.policy
             decision = policy.allowedUsers.isEmpty && policy.allowedGroups.isEmpty ? .readWrite : .refused("the peer's credentials are unknown")
@@ -136,6 +154,29 @@ final class ClientConnection: Sendable {
 
     /// Whether the peer may only read (observe), by the access policy.
     var isReadOnly: Bool { access.withLock { $0 == .readOnly } }
+
+    /// Whether the peer may use the administrative methods (judged by the policy in force now).
+    var mayAdminister: Bool {
+        guard let peer else { return false }
+        return context.settings.policy.mayAdminister(uid: peer.uid, gid: peer.gid, groups: peer.groups ?? [], daemonUID: getuid())
+    }
+
+    /// What `daemon.clients` says of this connection.
+    var info: ClientInfo {
+        ClientInfo(
+            connection: id,
+            pid: peer?.pid,
+            uid: peer?.uid,
+            gid: peer?.gid,
+            client: name,
+            access: isReadOnly ? "readOnly" : "readWrite",
+            tokens: tokenCount,
+            queuedBytes: outbox.queuedBytes,
+            coalesced: outbox.coalescedCount,
+            cutOff: outbox.wasCutOff,
+            connectedSeconds: Int((ContinuousClock.now - connectedAt).components.seconds)
+        )
+    }
 
     /// Takes one request from the rate budget; `false` when the client sends faster than its limit.
     func admitRequest() -> Bool {

@@ -46,32 +46,33 @@ struct IPCServer: Service {
         }
         let server: NIOAsyncChannel<NIOAsyncChannel<InboundFrame, ByteBuffer>, Never>
         let ownsSocketFile: Bool
+        let socketPath: String
         if let fd = ListenFDs.takeUnixStreamListener() {
             server = try await bootstrap.bind(fd, cleanupExistingSocketFile: false, childChannelInitializer: initializer)
             ownsSocketFile = false
-            logger.info("serving on the socket passed by systemd", metadata: ["fd": "\(fd)"])
+            // The path systemd bound (livegated.socket's ListenStream=), not the configured one.
+            socketPath = server.channel.localAddress?.pathname ?? "the socket passed by systemd (fd \(fd))"
+            logger.info("serving on the socket passed by systemd", metadata: ["fd": "\(fd)", "socket": "\(socketPath)"])
         } else {
-            let directory = (configuration.socketPath as NSString).deletingLastPathComponent
-            if !directory.isEmpty {
-                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            }
-            server = try await bootstrap.bind(
-                unixDomainSocketPath: configuration.socketPath,
-                cleanupExistingSocketFile: true,
-                childChannelInitializer: initializer
-            )
+            socketPath = configuration.socketPath
+            server = try await Self.bindOwnSocket(configuration, bootstrap: bootstrap, initializer: initializer)
             ownsSocketFile = true
-            chmod(configuration.socketPath, mode_t(configuration.socketMode))
-            logger.info("serving", metadata: ["socket": "\(configuration.socketPath)"])
+            logger.info(
+                "serving",
+                metadata: ["socket": "\(socketPath)", "mode": "\(String(configuration.socketMode, radix: 8))"]
+            )
         }
-        notifier.notify("READY=1\nSTATUS=serving local clients on \(configuration.socketPath)")
+        connections.markBound(socket: socketPath)
+        notifier.notify("READY=1\nSTATUS=\(await context.statusLine())")
         connections.markServing()
 
         try await withThrowingDiscardingTaskGroup { group in
             try await server.executeThenClose { inbound in
                 for try await child in inbound.cancelOnGracefulShutdown() {
-                    let connection = connections.add(context: context, eventLoop: child.channel.eventLoop, logger: logger)
                     group.addTask {
+                        // Known before anything is logged, so every entry about the client names it.
+                        let peer = await PeerCredentials.of(child.channel)
+                        let connection = connections.add(context: context, eventLoop: child.channel.eventLoop, peer: peer, logger: logger)
                         await connection.run(child)
                         connections.remove(connection)
                     }
@@ -94,20 +95,67 @@ struct IPCServer: Service {
     }
 }
 
+extension IPCServer {
+    /// Binds the configured socket (its directory made when missing), with the configured mode and group.
+    /// Failures say which path and what to do about it.
+    static func bindOwnSocket<Output: Sendable>(
+        _ configuration: DaemonConfiguration,
+        bootstrap: ServerBootstrap,
+        initializer: @escaping @Sendable (any Channel) -> EventLoopFuture<Output>
+    ) async throws -> NIOAsyncChannel<Output, Never> {
+        let path = configuration.socketPath
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty {
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            } catch {
+                throw SocketSetupError(
+                    "cannot create the socket's directory \(directory) (\(error.localizedDescription)); pass --socket (or set socket, or $LIVEGATE_SOCKET) to a path this user may create"
+                )
+            }
+        }
+        let server: NIOAsyncChannel<Output, Never>
+        do {
+            server = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true, childChannelInitializer: initializer)
+        } catch {
+            throw SocketSetupError("cannot listen on \(path): \(error)")
+        }
+        // The mode first, then the group: a client of the new group never sees the file with wider bits.
+        guard chmod(path, mode_t(configuration.socketMode)) == 0 else {
+            let reason = String(cString: strerror(errno))
+            try? await server.channel.close()
+            throw SocketSetupError("cannot set the mode of \(path) to \(String(configuration.socketMode, radix: 8)): \(reason)")
+        }
+        if let group = configuration.socketGroup, chown(path, uid_t.max, gid_t(group)) != 0 {
+            let reason = String(cString: strerror(errno))
+            try? await server.channel.close()
+            throw SocketSetupError("cannot give \(path) to group \(group): \(reason) (only root, or a member of that group, may)")
+        }
+        return server
+    }
+}
+
+/// The daemon could not set up its socket; the message names the path and what to do.
+struct SocketSetupError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
 /// The open connections, so shutdown can reach them.
 final class ConnectionRegistry: Sendable {
     private struct State {
         var next: UInt64 = 0
         var open: [UInt64: ClientConnection] = [:]
         var serving = false
+        var socket: String?
     }
 
     private let state = Mutex(State())
 
-    func add(context: DaemonContext, eventLoop: any EventLoop, logger: Logger) -> ClientConnection {
+    func add(context: DaemonContext, eventLoop: any EventLoop, peer: PeerCredentials?, logger: Logger) -> ClientConnection {
         state.withLock { state in
             state.next += 1
-            let connection = ClientConnection(id: state.next, context: context, eventLoop: eventLoop, logger: logger)
+            let connection = ClientConnection(id: state.next, context: context, eventLoop: eventLoop, peer: peer, logger: logger)
             state.open[state.next] = connection
             return connection
         }
@@ -119,10 +167,18 @@ final class ConnectionRegistry: Sendable {
 
     var count: Int { state.withLock { $0.open.count } }
 
+    /// The open connections, in the order they were accepted.
+    var all: [ClientConnection] { state.withLock { $0.open.sorted { $0.key < $1.key }.map(\.value) } }
+
     /// Whether the server has bound its socket and announced `READY=1`.
     var isServing: Bool { state.withLock { $0.serving } }
 
     func markServing() { state.withLock { $0.serving = true } }
+
+    /// The path of the socket served, once bound.
+    var servingSocket: String? { state.withLock { $0.socket } }
+
+    func markBound(socket: String) { state.withLock { $0.socket = socket } }
 
     /// How many tokens all open connections hold.
     var tokenCount: Int { state.withLock { Array($0.open.values) }.reduce(0) { $0 + $1.tokenCount } }

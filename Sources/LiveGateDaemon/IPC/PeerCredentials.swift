@@ -14,11 +14,18 @@ private struct KernelUcred: Sendable {
     var gid: UInt32 = 0
 }
 
-/// Who is at the other end of a Unix socket connection (`SO_PEERCRED`): as the kernel saw it at connect time.
+/// `SO_PEERGROUPS` (Linux 4.13): the peer's supplementary groups. Not exported by Swift's Glibc module.
+private let soPeerGroups: Int32 = 59
+
+/// Who is at the other end of a Unix socket connection (`SO_PEERCRED`, `SO_PEERGROUPS`): as the kernel saw it
+/// at connect time.
 struct PeerCredentials: Sendable, Equatable {
     let pid: Int32
     let uid: UInt32
     let gid: UInt32
+    /// The supplementary groups (`nil` when the kernel would not say, or the peer has more than 256: it is
+    /// then judged by its uid and primary group only).
+    var groups: [UInt32]? = nil
 
     /// The peer of `channel`, or `nil` when it is not a Unix socket or the kernel would not say.
     static func of(_ channel: any Channel) async -> PeerCredentials? {
@@ -28,9 +35,46 @@ struct PeerCredentials: Sendable, Equatable {
                 level: SocketOptionLevel(SOL_SOCKET),
                 name: SocketOptionName(SO_PEERCRED)
             ).get()
-            return PeerCredentials(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid)
+            let groups: InlineArray<256, UInt32>? = try? await provider.unsafeGetSocketOption(
+                level: SocketOptionLevel(SOL_SOCKET),
+                name: SocketOptionName(soPeerGroups)
+            ).get()
+            return PeerCredentials(
+                pid: credentials.pid,
+                uid: credentials.uid,
+                gid: credentials.gid,
+                groups: groups.map(Self.groups(in:))
+            )
         } catch {
             return nil
         }
+    }
+
+    /// The groups in a `SO_PEERGROUPS` answer. NIO zeroes the buffer and does not say how much the kernel
+    /// wrote, but the kernel keeps a process's groups sorted (`setgroups(2)` sorts them for its binary
+    /// search, and `SO_PEERGROUPS` copies them in that order): so the groups are the values up to the first
+    /// zero after the first place, and a zero in the first place is group 0 when a group follows it. The one
+    /// case this cannot tell, a peer whose only supplementary group is 0 (root), reads as no groups.
+    static func groups(in buffer: InlineArray<256, UInt32>) -> [UInt32] {
+        var groups: [UInt32] = []
+        for index in buffer.indices {
+            let gid = buffer[index]
+            if gid == 0 {
+                if index == 0, buffer.count > 1, buffer[1] != 0 {
+                    groups.append(0)
+                    continue
+                }
+                break
+            }
+            groups.append(gid)
+        }
+        return groups
+    }
+}
+
+extension AccessPolicy {
+    /// The decision for a peer (its supplementary groups included).
+    func decide(_ peer: PeerCredentials) -> Decision {
+        decide(uid: peer.uid, gid: peer.gid, groups: peer.groups ?? [])
     }
 }

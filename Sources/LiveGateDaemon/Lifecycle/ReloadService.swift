@@ -19,16 +19,18 @@ struct ReloadService: Service {
     func run() async throws {
         for await _ in signals.cancelOnGracefulShutdown() {
             reload()
+            // READY=1 ends the reload, with the status as it is now (not a fixed line that stays until
+            // something else changes).
+            context.notifier.notify("READY=1\nSTATUS=\(await context.statusLine())")
         }
     }
 
-    /// One reload, bracketed by `RELOADING=1` and `READY=1` as `sd_notify(3)` asks.
+    /// One reload, after `RELOADING=1` as `sd_notify(3)` asks (the caller sends the `READY=1` that ends it).
     func reload() {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         let monotonicMicroseconds = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
         context.notifier.notify("RELOADING=1\nMONOTONIC_USEC=\(monotonicMicroseconds)\nSTATUS=reloading the configuration")
-        defer { context.notifier.notify("READY=1\nSTATUS=serving local clients") }
 
         let configuration = context.configuration
         guard let path = configuration.configPath else {

@@ -53,7 +53,7 @@ struct SystemdStatusService: Service {
                 }
                 nextPing = ContinuousClock.now + watchdogInterval
             }
-            let status = await statusLine()
+            let status = await context.statusLine()
             if status != lastStatus {
                 context.notifier.notify("STATUS=\(status)")
                 lastStatus = status
@@ -76,13 +76,17 @@ struct SystemdStatusService: Service {
         _ = await context.engine.connectionStatus
         return true
     }
+}
 
-    /// `cloud session established, realtime connected; 2 clients, 5 tokens`
+extension DaemonContext {
+    /// What `STATUS=` says, always from the current state (every sender, the READY=1 after start and after a
+    /// reload included, builds it here):
+    /// `cloud session established, realtime connected; 2 clients, 5 tokens; on /run/livegate/livegate.sock`.
     func statusLine() async -> String {
-        let session = await context.engine.session.state
-        let connection = await context.engine.connectionStatus
-        let clients = context.connections.count
-        let tokens = context.connections.tokenCount
-        return "cloud session \(session.rawValue), realtime \(connection.rawValue); \(clients) clients, \(tokens) tokens"
+        let session = await engine.session.state
+        let connection = await engine.connectionStatus
+        let socket = connections.servingSocket.map { "; on \($0)" } ?? ""
+        return
+            "cloud session \(session.rawValue), realtime \(connection.rawValue); \(connections.count) clients, \(connections.tokenCount) tokens\(socket)"
     }
 }

@@ -6,16 +6,20 @@ import Foundation
     import Glibc
 #endif
 
-/// Who may connect, and who may only read, decided from a peer's credentials (`SO_PEERCRED`).
+/// Who may connect, who may only read, and who may administer (change the log level at run time), decided
+/// from a peer's credentials: its uid, its primary gid (`SO_PEERCRED`) and its supplementary groups
+/// (`SO_PEERGROUPS`), so that a user added to a group with `usermod -aG` matches it.
 ///
 /// With no `allow-*` setting, every peer that can open the socket may connect (the socket's mode and
-/// group are then the gate). Groups are matched on the peer's primary group: the only one the kernel
-/// reports for a socket peer, and the only one a sandboxed daemon can learn.
+/// group are then the gate). Root and the daemon's own user may always administer; others only when listed
+/// in `admin-users` or `admin-groups`.
 public struct AccessPolicy: Sendable, Equatable {
     public var allowedUsers: Set<UInt32> = []
     public var allowedGroups: Set<UInt32> = []
     public var readOnlyUsers: Set<UInt32> = []
     public var readOnlyGroups: Set<UInt32> = []
+    public var adminUsers: Set<UInt32> = []
+    public var adminGroups: Set<UInt32> = []
 
     public init() {}
 
@@ -25,17 +29,32 @@ public struct AccessPolicy: Sendable, Equatable {
         case refused(String)
     }
 
-    public func decide(uid: UInt32, gid: UInt32) -> Decision {
-        if !(allowedUsers.isEmpty && allowedGroups.isEmpty) && !allowedUsers.contains(uid) && !allowedGroups.contains(gid) {
-            return .refused("uid \(uid) (group \(gid)) is not in allow-users or allow-groups")
+    public func decide(uid: UInt32, gid: UInt32, groups: [UInt32] = []) -> Decision {
+        let all = Set(groups).union([gid])
+        if !(allowedUsers.isEmpty && allowedGroups.isEmpty) && !allowedUsers.contains(uid) && allowedGroups.isDisjoint(with: all) {
+            let listed = all.sorted().map(String.init).joined(separator: ", ")
+            return .refused("uid \(uid) (groups \(listed)) is in neither allow-users nor allow-groups")
         }
-        if readOnlyUsers.contains(uid) || readOnlyGroups.contains(gid) { return .readOnly }
+        if readOnlyUsers.contains(uid) || !readOnlyGroups.isDisjoint(with: all) { return .readOnly }
         return .readWrite
+    }
+
+    /// Whether the peer may administer the daemon: root, the daemon's own user (`daemonUID`), or listed in
+    /// `admin-users` / `admin-groups`.
+    public func mayAdminister(uid: UInt32, gid: UInt32, groups: [UInt32] = [], daemonUID: UInt32) -> Bool {
+        uid == 0 || uid == daemonUID || adminUsers.contains(uid) || !adminGroups.isDisjoint(with: Set(groups).union([gid]))
     }
 
     /// Resolves a comma-separated list of user names or numeric ids.
     static func users(_ list: String) throws(ConfigError) -> Set<UInt32> {
         try resolve(list, kind: "user") { name in getpwnam(name).map { $0.pointee.pw_uid } }
+    }
+
+    /// Resolves one group name or numeric id.
+    static func group(_ name: String) throws(ConfigError) -> UInt32 {
+        let ids = try groups(name)
+        guard ids.count == 1, let id = ids.first else { throw ConfigError("expected one group, not \(name)") }
+        return id
     }
 
     /// Resolves a comma-separated list of group names or numeric ids.

@@ -3,6 +3,7 @@
 import Foundation
 import LiveCloudAPI
 import LiveGateProtocol
+import LiveGateVersion
 import LiveJSON
 import LiveSDK
 import Logging
@@ -30,10 +31,13 @@ struct RequestHandler {
     static let methods = [
         Method.hello, Method.objectObserve, Method.tokenInvalidate, Method.objectCreate, Method.objectUpdate, Method.objectDelete,
         Method.collectionObserve, Method.collectionNextPage, Method.collectionPreviousPage, Method.collectionResetPage,
-        Method.collectionItems, Method.feedSubscribe, Method.sessionState, Method.daemonStats, Method.streamSend, Method.streamPost,
-        Method.streamListen,
+        Method.collectionItems, Method.feedSubscribe, Method.sessionState, Method.daemonStats, Method.daemonClients,
+        Method.daemonSetLogLevel, Method.streamSend, Method.streamPost, Method.streamListen,
         Method.streamFollow, Method.streamGrantAccess, Method.streamAccess,
     ]
+
+    /// Methods for administrators only (root, the daemon's user, `admin-users`, `admin-groups`).
+    static let administrativeMethods: Set<String> = [Method.daemonClients, Method.daemonSetLogLevel]
 
     /// Methods that change something in the cloud: refused to read-only clients.
     static let writingMethods: Set<String> = [
@@ -82,6 +86,13 @@ struct RequestHandler {
                     message: "not permitted: this client may only read (observe, listen), by the daemon's access policy"
                 )
             }
+            if Self.administrativeMethods.contains(method), !connection.mayAdminister {
+                throw RPCError(
+                    code: .notPermitted,
+                    message:
+                        "not permitted: \(method) is for administrators (root, the daemon's user, or admin-users / admin-groups in its configuration); run it with sudo"
+                )
+            }
             switch method {
             case Method.hello: try await hello(id, envelope.params)
             case Method.objectObserve: try await observe(id, envelope.params)
@@ -96,6 +107,8 @@ struct RequestHandler {
             case Method.collectionItems: try await items(id, envelope.params)
             case Method.sessionState: try sessionState(id, envelope.params)
             case Method.daemonStats: await daemonStats(id)
+            case Method.daemonClients: daemonClients(id)
+            case Method.daemonSetLogLevel: try setLogLevel(id, envelope.params)
             case Method.feedSubscribe: try await feedSubscribe(id, envelope.params)
             case Method.streamSend: try await streamSend(id, envelope.params)
             case Method.streamPost: try await streamPost(id, envelope.params)
@@ -131,10 +144,11 @@ struct RequestHandler {
                 data: ["supported": [.number(Double(livegateProtocolVersion))]]
             )
         }
+        connection.name = hello.client
         connection.logger.debug("hello", metadata: ["client": "\(hello.client)"])
         let result = HelloResult(
             daemon: "livegated",
-            version: livegatedVersion,
+            version: LiveGateVersion.current,
             protocol: livegateProtocolVersion,
             session: await context.engine.session.state.rawValue,
             limits: .init(maxFrameBytes: connection.maxFrameBytes)
@@ -213,7 +227,7 @@ struct RequestHandler {
     private func daemonStats(_ id: RequestID) async {
         let objects = context.hub.counts
         let stats = DaemonStats(
-            version: livegatedVersion,
+            version: LiveGateVersion.current,
             uptimeSeconds: Int((ContinuousClock.now - context.startedAt).components.seconds),
             connections: context.connections.count,
             tokens: context.connections.tokenCount,
@@ -225,6 +239,28 @@ struct RequestHandler {
             session: context.sessionWatch.current
         )
         connection.respond(result: stats, id: id)
+    }
+
+    private func daemonClients(_ id: RequestID) {
+        connection.respond(result: DaemonClientsResult(clients: context.connections.all.map(\.info)), id: id)
+    }
+
+    private func setLogLevel(_ id: RequestID, _ params: JSONValue?) throws {
+        let request = try Self.decode(SetLogLevelParams.self, params, method: Method.daemonSetLogLevel)
+        guard let level = Logger.Level(rawValue: request.level) else {
+            throw RPCError(
+                code: .invalidParams,
+                message: "params.level must be one of trace, debug, info, notice, warning, error, critical, not \(request.level)"
+            )
+        }
+        let previous = context.settings.logLevel
+        context.settings.logLevel = level
+        // Logged at notice whatever the new level, so the change itself is always in the journal.
+        connection.logger.notice(
+            "log level changed at run time (until the next reload or restart)",
+            metadata: ["logLevel": "\(level)", "previous": "\(previous)"]
+        )
+        connection.respond(result: SetLogLevelResult(level: level.rawValue, previous: previous.rawValue), id: id)
     }
 
     // MARK: Feeds
