@@ -1,6 +1,7 @@
 // Licensed under the Apache License, Version 2.0.
 
 import Foundation
+import LiveCloudAPI
 import LiveGateClient
 import LiveGateProtocol
 import NIOCore
@@ -68,6 +69,27 @@ import Testing
             while answer.contains(#""method":"object.changed""#) { answer = try await raw.next() }
             #expect(answer.hasPrefix(#"{"error":{"code":-32002,"#), "\(answer)")
             #expect(answer.contains("may only read"))
+        }
+    }
+
+    @Test func refusedSubscriptionsLeaveNoTokenBehind() async throws {
+        let cluster = try await cluster(config: "max-tokens-per-connection = 1\n")
+        defer { cluster.stop() }
+        // The cloud refuses a stream subscription once the daemon's realtime link is up to ask it.
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        try await RawConnection.with(cluster.socketPath) { raw in
+            // Refused by the cloud (no such stream), twice: neither counts against the one token allowed.
+            for n in 1...2 {
+                try await raw.send(#"{"jsonrpc":"2.0","id":\#(n),"method":"stream.listen","params":{"stream":"jazz"}}"#)
+                let answer = try await raw.next()
+                #expect(answer.hasPrefix(#"{"error":{"code":-32006,"#), "\(answer)")
+            }
+            try await raw.send(#"{"jsonrpc":"2.0","id":3,"method":"token.invalidate","params":{"token":1}}"#)
+            let invalidated = try await raw.next()
+            #expect(invalidated.hasPrefix(#"{"error":{"code":-32001,"#), "a refused token does not exist: \(invalidated)")
+            try await raw.send(#"{"jsonrpc":"2.0","id":4,"method":"object.observe","params":{"collection":"notes","id":"after"}}"#)
+            let observed = try await raw.next()
+            #expect(observed == #"{"id":4,"jsonrpc":"2.0","result":{"token":3}}"#, "\(observed)")
         }
     }
 

@@ -257,6 +257,15 @@ final class ClientConnection: Sendable {
         return outcome.0
     }
 
+    /// Gives back a token allocated by ``allocateToken()`` whose subscription was refused: it never existed
+    /// for the client (an invalidation of it is `unknownToken`) and no longer counts against the limit.
+    func abandonToken(_ token: Int64) {
+        tokens.withLock { table in
+            table.pending.remove(token)
+            table.endedWhilePending.remove(token)
+        }
+    }
+
     /// The subscription behind a live token of this connection.
     func subscription(of token: Int64) -> TokenSubscription? { tokens.withLock { $0.live[token] } }
 

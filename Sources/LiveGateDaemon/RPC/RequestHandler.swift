@@ -284,7 +284,7 @@ struct RequestHandler {
         do {
             subscription = try await subscribe(token)
         } catch {
-            connection.endToken(token)
+            connection.abandonToken(token)
             throw error
         }
         connection.respond(result: TokenResult(token: token), id: id)
