@@ -396,7 +396,7 @@ static int open_connection(lg_client *c) {
 
 lg_client *lg_connect(const char *socket_path, const char *client_name, char **error) {
     const char *path = socket_path ? socket_path : getenv("LIVEGATE_SOCKET");
-    if (!path) path = "/run/livegate/livegate.sock";
+    if (!path || !*path) path = "/run/livegate/livegate.sock"; /* the rule of DaemonSocket.defaultPath */
     lg_client *c = calloc(1, sizeof *c);
     if (c) {
         c->fd = -1;
