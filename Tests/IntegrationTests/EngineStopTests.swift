@@ -1,5 +1,6 @@
 // Licensed under the Apache License, Version 2.0.
 
+import Foundation
 import LiveCloudAPI
 import LiveJSON
 import Logging
@@ -41,5 +42,39 @@ import Testing
         let stored = try await next.cache.checkpoint("object:posts/p1")
         await next.close()
         #expect(stored == seq, "the checkpoint of the last event seen (\(seq)), written when the engine stopped")
+    }
+
+    @Test func aStoppedEnginesCacheIsOneFileWithAnEmptyWAL() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false)
+        defer { cluster.stop() }
+        let token = try await cluster.login()
+        for n in 1...20 { try await cluster.put("posts", "w\(n)", ["n": .number(Double(n))], token: token) }
+        try await withEngine(cluster) { engine in
+            for n in 1...20 {
+                let changes = Received<LiveObjectChange>()
+                let observation = await engine.object(collection: "posts", id: "w\(n)").observe { changes.add($0) }
+                try await changes.wait(for: "fresh w\(n)") { $0.last?.dataStatus == .fresh }
+                withExtendedLifetime(observation) {}
+            }
+        }
+        // A clean stop writes every committed page into the database file and truncates the WAL: the file alone,
+        // copied without its WAL, holds what the engine cached.
+        let directory = cluster.directory + "/engine"
+        let wal = (try? FileManager.default.attributesOfItem(atPath: directory + "/cache.sqlite-wal")[.size] as? NSNumber)?.intValue ?? 0
+        #expect(wal == 0, "the WAL after a clean stop holds \(wal) bytes")
+        let copy = cluster.directory + "/copy"
+        try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: directory + "/cache.sqlite", toPath: copy + "/cache.sqlite")
+        let next = try LiveClient(
+            configuration: LiveSDKConfiguration(
+                cloudURL: cluster.cloudURL,
+                credentials: Credentials(username: TestCluster.username, password: TestCluster.password),
+                stateDirectory: copy
+            ),
+            logger: Logger(label: "engine-test")
+        )
+        let cached = try await next.cache.entity(EntityKey(collection: "posts", id: "w20"))
+        await next.close()
+        #expect(cached?.version == 1, "the database file alone holds the cached entity")
     }
 }

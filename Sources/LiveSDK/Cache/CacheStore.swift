@@ -270,8 +270,15 @@ final class CacheStore: Sendable {
         }
     }
 
-    /// Closes the database (checkpointing the WAL). The store must not be used afterwards.
+    /// Closes the database: first every committed page is written into the database file and the WAL is
+    /// truncated to nothing (a clean stop leaves one self-contained file, not the cache's whole recent history
+    /// in the WAL), then the connections close. The store must not be used afterwards.
     func close() throws {
+        do {
+            try pool.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+        } catch {
+            throw LiveError(code: .cacheFailure, message: "checkpointing the cache at \(path) failed: \(error)")
+        }
         try pool.close()
     }
 }
