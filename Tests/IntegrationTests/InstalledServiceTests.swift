@@ -9,15 +9,6 @@ import Testing
 /// `livegatectl`. Needs root (namespaces, mounts); skipped, with the reason, where the machine cannot boot it.
 @Suite(.serialized, .enabled(if: SystemdSandbox.unavailableReason == nil, "cannot boot systemd here: \(SystemdSandbox.unavailableReason ?? "")"))
 struct InstalledServiceTests {
-    /// Polls `condition` every 50 ms for at most `timeout`: for files written by processes inside the sandbox.
-    func waitFor(_ what: String, timeout: Duration = .seconds(30), _ condition: () throws -> Bool) throws {
-        let deadline = ContinuousClock.now + timeout
-        while try !condition() {
-            guard ContinuousClock.now < deadline else { throw ClusterError("timed out waiting for \(what)") }
-            usleep(50_000)
-        }
-    }
-
     /// alice is in `livegate` and `writers` as supplementary groups (`usermod -aG`), carol in `livegate` only,
     /// bob in neither; the configuration lets `writers` and root connect.
     static let users = """
@@ -76,7 +67,7 @@ struct InstalledServiceTests {
         }
     }
 
-    @Test func readmeInstallServesGroupMembersUnderTheRealUnit() throws {
+    @Test func readmeInstallServesGroupMembersUnderTheRealUnit() async throws {
         let sandbox = try Self.installed()
         defer { sandbox.halt() }
 
@@ -139,11 +130,13 @@ struct InstalledServiceTests {
         try sandbox.shell(
             "(runuser -u alice -- livegatectl watch notes n1 > /mnt/sandbox/watch.out 2>&1; echo $? > /mnt/sandbox/watch.status) < /dev/null > /dev/null 2>&1 &"
         )
-        try waitFor("the watch's first line") {
+        try await eventually("the watch's first line", timeout: .seconds(30)) {
             (try? String(contentsOfFile: sandbox.directory + "/watch.out", encoding: .utf8))?.contains("notes/n1 v1") == true
         }
         #expect(try sandbox.shell("systemctl stop livegated.service").status == 0)
-        try waitFor("the watch to exit") { FileManager.default.fileExists(atPath: sandbox.directory + "/watch.status") }
+        try await eventually("the watch to exit", timeout: .seconds(30)) {
+            FileManager.default.fileExists(atPath: sandbox.directory + "/watch.status")
+        }
         let watchStatus = try String(contentsOfFile: sandbox.directory + "/watch.status", encoding: .utf8)
         let watchOutput = try String(contentsOfFile: sandbox.directory + "/watch.out", encoding: .utf8)
         #expect(watchStatus == "3\n", "\(watchOutput)")

@@ -13,7 +13,7 @@ final class SystemdSandbox: Sendable {
 
     /// Why this machine cannot boot the sandbox; `nil` when it can.
     static let unavailableReason: String? = {
-        guard let result = try? run(script, ["check"]) else { return "scripts/systemd-sandbox could not run" }
+        guard let result = try? runToCompletion(script, ["check"]) else { return "scripts/systemd-sandbox could not run" }
         return result.status == 0 ? nil : result.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }()
 
@@ -32,9 +32,13 @@ final class SystemdSandbox: Sendable {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lg-sandbox-\(UUID().uuidString.prefix(8))").path
         let stage = directory + "/stage"
         try FileManager.default.createDirectory(atPath: stage, withIntermediateDirectories: true)
-        let install = try run(repository + "/scripts/install", ["--debug", "--no-build"], environment: ["DESTDIR": stage, "PREFIX": "/usr"])
+        let install = try runToCompletion(
+            repository + "/scripts/install",
+            ["--debug", "--no-build"],
+            environment: ["DESTDIR": stage, "PREFIX": "/usr"]
+        )
         guard install.status == 0 else { throw ClusterError("scripts/install failed: \(install.output)") }
-        let boot = try run(script, ["boot", stage, directory + "/run"])
+        let boot = try runToCompletion(script, ["boot", stage, directory + "/run"])
         guard boot.status == 0, let pid = boot.output.split(separator: "\n").last.map(String.init), Int(pid) != nil else {
             throw ClusterError("the sandbox did not boot: \(boot.output)")
         }
@@ -49,7 +53,8 @@ final class SystemdSandbox: Sendable {
         var arguments = ["run", pid]
         if let user { arguments += ["/usr/sbin/runuser", "-u", user, "--"] }
         arguments += ["/usr/bin/env"] + environment.map { "\($0.key)=\($0.value)" } + ["/bin/bash", "-c", command]
-        return try Self.run(Self.script, arguments, input: input)
+        // Always a standard input of its own (empty unless given), never the test runner's.
+        return try runToCompletion(Self.script, arguments, input: input ?? "")
     }
 
     /// The journal's entries matching `matches` (e.g. `["-u", "livegated", "MESSAGE_ID=..."]`), as JSON objects.
@@ -63,30 +68,9 @@ final class SystemdSandbox: Sendable {
 
     /// Kills the sandbox's systemd; its namespaces, overlay and processes go with it.
     func halt() {
-        _ = try? Self.run(Self.script, ["halt", pid])
+        _ = try? runToCompletion(Self.script, ["halt", pid])
         if ProcessInfo.processInfo.environment["LIVEGATE_KEEP_TEST_DIRS"] == nil {
             try? FileManager.default.removeItem(atPath: (directory as NSString).deletingLastPathComponent)
         }
-    }
-
-    /// Runs a program to completion: its status, and its standard output and error together.
-    static func run(_ executable: String, _ arguments: [String], input: String? = nil, environment: [String: String] = [:]) throws -> (
-        status: Int32, output: String
-    ) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        let stdin = Pipe()
-        process.standardInput = stdin
-        try process.run()
-        if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
-        try stdin.fileHandleForWriting.close()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, text)
     }
 }

@@ -401,15 +401,29 @@ func eventually(
 }
 
 /// Runs a program to completion and returns its exit status and standard output (with standard error
-/// too when `includingErrors`, else discarded).
-func runToCompletion(_ executable: String, _ arguments: [String], includingErrors: Bool = true) throws -> (status: Int32, output: String) {
+/// too when `includingErrors`, else discarded); `input`, when given, is its standard input, and
+/// `environment` is added to this process's.
+func runToCompletion(
+    _ executable: String,
+    _ arguments: [String],
+    includingErrors: Bool = true,
+    input: String? = nil,
+    environment: [String: String] = [:]
+) throws -> (status: Int32, output: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
+    if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
     let pipe = Pipe()
     process.standardOutput = pipe
     process.standardError = includingErrors ? pipe : FileHandle(forWritingAtPath: "/dev/null")
+    let stdin = input.map { _ in Pipe() }
+    if let stdin { process.standardInput = stdin }
     try process.run()
+    if let stdin, let input {
+        stdin.fileHandleForWriting.write(Data(input.utf8))
+        try stdin.fileHandleForWriting.close()
+    }
     let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     process.waitUntilExit()
     return (process.terminationStatus, output)

@@ -145,7 +145,9 @@ public struct ConfigFile: Sendable, Equatable {
     /// A group name or numeric id (`socket-group`, `--socket-group`).
     public static func group(_ text: String) throws(ConfigError) -> UInt32 {
         do {
-            return try AccessPolicy.group(text)
+            let ids = try AccessPolicy.groups(text)
+            guard ids.count == 1, let id = ids.first else { throw ConfigError("expected one group, not \(text)") }
+            return id
         } catch {
             throw ConfigError("socket-group: \(error)")
         }

@@ -158,7 +158,7 @@ final class ClientConnection: Sendable {
     /// Whether the peer may use the administrative methods (judged by the policy in force now).
     var mayAdminister: Bool {
         guard let peer else { return false }
-        return context.settings.policy.mayAdminister(uid: peer.uid, gid: peer.gid, groups: peer.groups ?? [], daemonUID: getuid())
+        return context.settings.policy.mayAdminister(peer, daemonUID: getuid())
     }
 
     /// What `daemon.clients` says of this connection.

@@ -60,7 +60,7 @@ struct PeerCredentials: Sendable, Equatable {
         for index in buffer.indices {
             let gid = buffer[index]
             if gid == 0 {
-                if index == 0, buffer.count > 1, buffer[1] != 0 {
+                if index == 0, buffer[1] != 0 {
                     groups.append(0)
                     continue
                 }
@@ -76,5 +76,10 @@ extension AccessPolicy {
     /// The decision for a peer (its supplementary groups included).
     func decide(_ peer: PeerCredentials) -> Decision {
         decide(uid: peer.uid, gid: peer.gid, groups: peer.groups ?? [])
+    }
+
+    /// Whether a peer may administer a daemon running as `daemonUID` (its supplementary groups included).
+    func mayAdminister(_ peer: PeerCredentials, daemonUID: UInt32) -> Bool {
+        mayAdminister(uid: peer.uid, gid: peer.gid, groups: peer.groups ?? [], daemonUID: daemonUID)
     }
 }

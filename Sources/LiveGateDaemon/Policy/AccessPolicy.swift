@@ -50,13 +50,6 @@ public struct AccessPolicy: Sendable, Equatable {
         try resolve(list, kind: "user") { name in getpwnam(name).map { $0.pointee.pw_uid } }
     }
 
-    /// Resolves one group name or numeric id.
-    static func group(_ name: String) throws(ConfigError) -> UInt32 {
-        let ids = try groups(name)
-        guard ids.count == 1, let id = ids.first else { throw ConfigError("expected one group, not \(name)") }
-        return id
-    }
-
     /// Resolves a comma-separated list of group names or numeric ids.
     static func groups(_ list: String) throws(ConfigError) -> Set<UInt32> {
         try resolve(list, kind: "group") { name in getgrnam(name).map { $0.pointee.gr_gid } }

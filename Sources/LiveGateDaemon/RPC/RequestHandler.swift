@@ -250,7 +250,7 @@ struct RequestHandler {
         guard let level = Logger.Level(rawValue: request.level) else {
             throw RPCError(
                 code: .invalidParams,
-                message: "params.level must be one of trace, debug, info, notice, warning, error, critical, not \(request.level)"
+                message: "params.level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")), not \(request.level)"
             )
         }
         let previous = context.settings.logLevel
