@@ -59,6 +59,7 @@ public struct LiveGateDaemon: Sendable {
             notifier: notifier
         )
         await CloudEventLog(logger: logger).attach(to: engine)
+        StorageEventLog(logger: logger).attach(to: engine)
         await context.sessionWatch.attach(to: engine)
         // Trap SIGHUP now, before READY=1 can be sent: an untrapped SIGHUP would end the process.
         let hangups = await UnixSignalsSequence(trapping: .sighup)

@@ -39,4 +39,7 @@ public struct RPCErrorCode: RawRepresentable, Codable, Sendable, Hashable, Custo
     public static let notFound = Self(rawValue: -32006)
     /// The client asked for a protocol version this daemon does not speak.
     public static let unsupportedProtocol = Self(rawValue: -32007)
+    /// The daemon's state directory failed (`data.reason`: `full`, `readOnly`, `ioError`, `damaged`); a write
+    /// was not queued. Reads go on from memory and the cloud.
+    public static let storageFailure = Self(rawValue: -32008)
 }

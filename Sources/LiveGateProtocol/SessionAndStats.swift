@@ -39,6 +39,8 @@ public struct DaemonStats: Codable, Sendable, Equatable {
     public var streamBodiesEncoded: Int
     /// Feed event bodies encoded since start (one per event, whatever the number of tokens).
     public var feedBodiesEncoded: Int
+    /// Writes acknowledged to clients and waiting in the outbox for the cloud.
+    public var pendingWrites: Int
     public var session: SessionStateBody
 
     public init(
@@ -51,6 +53,7 @@ public struct DaemonStats: Codable, Sendable, Equatable {
         collectionBodiesEncoded: Int,
         streamBodiesEncoded: Int,
         feedBodiesEncoded: Int,
+        pendingWrites: Int,
         session: SessionStateBody
     ) {
         self.version = version
@@ -62,6 +65,7 @@ public struct DaemonStats: Codable, Sendable, Equatable {
         self.collectionBodiesEncoded = collectionBodiesEncoded
         self.streamBodiesEncoded = streamBodiesEncoded
         self.feedBodiesEncoded = feedBodiesEncoded
+        self.pendingWrites = pendingWrites
         self.session = session
     }
 }

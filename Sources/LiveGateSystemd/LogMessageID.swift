@@ -18,4 +18,8 @@ public enum LogMessageID {
     public static let configRejected = "6c3a1e0f2b8d4f5a9e7c1d2b3a4f5e67"
     public static let started = "6c3a1e0f2b8d4f5a9e7c1d2b3a4f5e68"
     public static let stopping = "6c3a1e0f2b8d4f5a9e7c1d2b3a4f5e69"
+    public static let storageFailing = "6c3a1e0f2b8d4f5a9e7c1d2b3a4f5e6a"
+    public static let storageRecovered = "6c3a1e0f2b8d4f5a9e7c1d2b3a4f5e6b"
+    public static let cacheMovedAside = "6c3a1e0f2b8d4f5a9e7c1d2b3a4f5e6c"
+    public static let outboxDamaged = "6c3a1e0f2b8d4f5a9e7c1d2b3a4f5e6d"
 }

@@ -28,6 +28,7 @@ struct Stats: AsyncParsableCommand {
                 ("clients", "\(stats.connections)"),
                 ("tokens", "\(stats.tokens)"),
                 ("observed objects", "\(stats.observedObjects) (\(stats.objectTokens) tokens)"),
+                ("pending writes", "\(stats.pendingWrites)"),
                 (
                     "bodies encoded",
                     "collections \(stats.collectionBodiesEncoded), streams \(stats.streamBodiesEncoded), feeds \(stats.feedBodiesEncoded)"

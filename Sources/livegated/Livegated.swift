@@ -132,7 +132,19 @@ struct Livegated: AsyncParsableCommand {
             testHooks: testHooks
         )
         let settings = ReloadableSettings(logLevelControl: levelControl, limits: file.limits, policy: file.policy)
-        let daemon = try await LiveGateDaemon(configuration: configuration, settings: settings, logger: logger)
+        let daemon: LiveGateDaemon
+        do {
+            daemon = try await LiveGateDaemon(configuration: configuration, settings: settings, logger: logger)
+        } catch let error as LiveError where error.code == .storageDamaged {
+            // The outbox is damaged (a damaged cache is moved aside instead): restarting cannot help, and
+            // starting without it would drop writes clients were told are queued.
+            logger.critical("\(error.message)", metadata: [LogField.messageID: .string(LogMessageID.outboxDamaged)])
+            throw ExitCode(65)  // EX_DATAERR; the unit does not restart on it
+        } catch {
+            // Into the journal with the rest (a full or read-only state directory: the restart may succeed).
+            logger.critical("livegated cannot start: \(error)")
+            throw ExitCode(1)
+        }
         logger.notice(
             "livegated \(LiveGateVersion.current) starting",
             metadata: [

@@ -29,6 +29,13 @@ extension RPCError {
             self.init(code: .invalidParams, message: error.message)
         case .messageTooLarge:
             self.init(code: .limitExceeded, message: error.message, data: ["limit": "streamMessageBytes"])
+        case let code where StorageFault(code) != nil:
+            let fault = StorageFault(code)!
+            self.init(
+                code: .storageFailure,
+                message: "the daemon's storage failed: \(error.message); an administrator must fix it",
+                data: ["reason": .string(fault.rawValue)]
+            )
         default:
             self.init(code: .internalError, message: "the daemon failed internally (\(error.code)); see its log")
         }

@@ -226,6 +226,7 @@ struct RequestHandler {
 
     private func daemonStats(_ id: RequestID) async {
         let objects = context.hub.counts
+        let pendingWrites = (try? await context.engine.pendingWriteCount()) ?? 0
         let stats = DaemonStats(
             version: LiveGateVersion.current,
             uptimeSeconds: Int((ContinuousClock.now - context.startedAt).components.seconds),
@@ -236,6 +237,7 @@ struct RequestHandler {
             collectionBodiesEncoded: context.collections.encodedBodies,
             streamBodiesEncoded: context.streams.encodedBodies,
             feedBodiesEncoded: context.feeds.encodedBodies,
+            pendingWrites: pendingWrites,
             session: context.sessionWatch.current
         )
         connection.respond(result: stats, id: id)

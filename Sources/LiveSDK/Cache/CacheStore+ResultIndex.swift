@@ -207,15 +207,17 @@ extension CacheStore {
         do {
             return try await pool.read(body)
         } catch {
-            throw LiveError(code: .cacheFailure, message: "reading a result index from the cache at \(path) failed: \(error)")
+            throw monitor.failure(error, doing: "reading a result index from the cache", path: path)
         }
     }
 
     private func writeIndex<T: Sendable>(_ what: String, _ body: @Sendable @escaping (Database) throws -> T) async throws(LiveError) -> T {
         do {
-            return try await pool.write(body)
+            let result = try await pool.write(body)
+            monitor.success(path)
+            return result
         } catch {
-            throw LiveError(code: .cacheFailure, message: "\(what) a result index in the cache at \(path) failed: \(error)")
+            throw monitor.failure(error, doing: "\(what) a result index in the cache", path: path)
         }
     }
 }

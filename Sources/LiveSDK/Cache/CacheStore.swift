@@ -5,6 +5,16 @@ import GRDB
 import LiveCloudAPI
 import LiveJSON
 
+/// A damaged cache that the engine (``LiveClient/cacheRecovery``) moved aside.
+public struct CacheRecovery: Sendable, Equatable {
+    /// Where the cache is (a new, empty one now).
+    public let path: String
+    /// Where the damaged file went (its WAL, if it had one, to the same name with `-wal`).
+    public let movedTo: String
+    /// What SQLite said of it.
+    public let reason: String
+}
+
 /// The persistent local cache: one SQLite file (WAL, through a GRDB `DatabasePool`) in the state directory.
 ///
 /// Entities are stored as the cloud last confirmed them; a stored entity is only ever replaced by a
@@ -12,16 +22,60 @@ import LiveJSON
 final class CacheStore: Sendable {
     let path: String
     let pool: DatabasePool
+    let monitor: StorageMonitor
 
-    init(path: String) throws {
+    /// Opens (or creates) the cache at `path`, and checks it (`PRAGMA quick_check`).
+    /// - Throws: the SQLite error; ``open(path:monitor:now:)`` is what the engine calls.
+    private init(path: String, monitor: StorageMonitor) throws {
         self.path = path
+        self.monitor = monitor
         var configuration = Configuration()
         configuration.label = "livegate.cache"
         // A cache: a commit survives the process crashing (WAL), and the cloud holds the truth, so the WAL
-        // is not synced at every commit (a realtime event each) but at checkpoints.
+        // is not synced at every commit (a realtime event each) but at checkpoints. Acknowledged writes are
+        // not here but in the outbox (``OutboxStore``), which syncs every commit.
         configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
         pool = try DatabasePool(path: path, configuration: configuration)
+        let check = try pool.read { db in try String.fetchAll(db, sql: "PRAGMA quick_check") }
+        if check != ["ok"] {
+            try? pool.close()
+            throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: check.prefix(3).joined(separator: "; "))
+        }
         try Self.migrator.migrate(pool)
+    }
+
+    /// Opens the cache at `path`. A damaged one (not a database, or failing its check) is moved aside, with its
+    /// WAL, to `<path>.damaged-<UTC time>` (kept for inspection) and a new, empty cache made in its place: the
+    /// cloud holds everything the cache did, and the outbox is a file of its own.
+    /// - Returns: the store, and what was moved aside, if anything.
+    /// - Throws: ``LiveError`` with a storage code (a full or read-only file system, an I/O error).
+    static func open(path: String, monitor: StorageMonitor, now: Date = Date()) throws(LiveError) -> (CacheStore, CacheRecovery?) {
+        do {
+            return (try CacheStore(path: path, monitor: monitor), nil)
+        } catch  where StorageFault.classify(error) == .damaged {
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = [.withYear, .withMonth, .withDay, .withTime, .withTimeZone]
+            let aside = "\(path).damaged-\(formatter.string(from: now).replacingOccurrences(of: ":", with: ""))"
+            let fileManager = FileManager.default
+            do {
+                try fileManager.moveItem(atPath: path, toPath: aside)
+                if fileManager.fileExists(atPath: path + "-wal") { try fileManager.moveItem(atPath: path + "-wal", toPath: aside + "-wal") }
+                try? fileManager.removeItem(atPath: path + "-shm")
+            } catch let moveError {
+                throw LiveError(
+                    code: .storageDamaged,
+                    message:
+                        "the cache at \(path) is damaged (\(error)) and could not be moved aside (\(moveError)); remove it, the daemon makes a new one"
+                )
+            }
+            do {
+                return (try CacheStore(path: path, monitor: monitor), CacheRecovery(path: path, movedTo: aside, reason: "\(error)"))
+            } catch let newError {
+                throw monitor.failure(newError, doing: "making a new cache in place of a damaged one", path: path)
+            }
+        } catch {
+            throw monitor.failure(error, doing: "opening the cache", path: path)
+        }
     }
 
     private static var migrator: DatabaseMigrator {
@@ -107,7 +161,7 @@ final class CacheStore: Sendable {
                 return (result, entities)
             }
         } catch {
-            throw LiveError(code: .cacheFailure, message: "reading a query result from the cache at \(path) failed: \(error)")
+            throw monitor.failure(error, doing: "reading a query result from the cache", path: path)
         }
     }
 
@@ -123,8 +177,9 @@ final class CacheStore: Sendable {
                     arguments: [window, ids, result.hasNext, result.hasPrevious, result.count, result.seq]
                 )
             }
+            monitor.success(path)
         } catch {
-            throw LiveError(code: .cacheFailure, message: "writing a query result to the cache at \(path) failed: \(error)")
+            throw monitor.failure(error, doing: "writing a query result to the cache", path: path)
         }
     }
 
@@ -156,7 +211,7 @@ final class CacheStore: Sendable {
                 return entity
             }
         } catch {
-            throw LiveError(code: .cacheFailure, message: "reading \(key) from the cache at \(path) failed: \(error)")
+            throw monitor.failure(error, doing: "reading \(key) from the cache", path: path)
         }
     }
 
@@ -166,13 +221,15 @@ final class CacheStore: Sendable {
     @discardableResult
     func store(_ entity: Entity, checkpoint: (topic: String, seq: Int64)? = nil) async throws(LiveError) -> Bool {
         do {
-            return try await pool.write { db in
+            let stored = try await pool.write { db in
                 let stored = try Self.upsert(entity, in: db)
                 if let checkpoint { try Self.saveCheckpoint(checkpoint.topic, checkpoint.seq, in: db) }
                 return stored
             }
+            monitor.success(path)
+            return stored
         } catch {
-            throw LiveError(code: .cacheFailure, message: "writing \(entity.key) to the cache at \(path) failed: \(error)")
+            throw monitor.failure(error, doing: "writing \(entity.key) to the cache", path: path)
         }
     }
 
@@ -182,13 +239,15 @@ final class CacheStore: Sendable {
     @discardableResult
     func storeNow(_ entity: Entity, checkpoint: (topic: String, seq: Int64)? = nil) throws(LiveError) -> Bool {
         do {
-            return try pool.write { db in
+            let stored = try pool.write { db in
                 let stored = try Self.upsert(entity, in: db)
                 if let checkpoint { try Self.saveCheckpoint(checkpoint.topic, checkpoint.seq, in: db) }
                 return stored
             }
+            monitor.success(path)
+            return stored
         } catch {
-            throw LiveError(code: .cacheFailure, message: "writing \(entity.key) to the cache at \(path) failed: \(error)")
+            throw monitor.failure(error, doing: "writing \(entity.key) to the cache", path: path)
         }
     }
 
@@ -197,7 +256,7 @@ final class CacheStore: Sendable {
         do {
             return try await pool.read { db in try Int64.fetchOne(db, sql: "SELECT seq FROM checkpoint WHERE topic = ?", arguments: [topic]) }
         } catch {
-            throw LiveError(code: .cacheFailure, message: "reading a checkpoint from the cache at \(path) failed: \(error)")
+            throw monitor.failure(error, doing: "reading a checkpoint from the cache", path: path)
         }
     }
 
@@ -205,8 +264,9 @@ final class CacheStore: Sendable {
     func saveCheckpoint(_ topic: String, _ seq: Int64) async throws(LiveError) {
         do {
             try await pool.write { db in try Self.saveCheckpoint(topic, seq, in: db) }
+            monitor.success(path)
         } catch {
-            throw LiveError(code: .cacheFailure, message: "writing a checkpoint to the cache at \(path) failed: \(error)")
+            throw monitor.failure(error, doing: "writing a checkpoint to the cache", path: path)
         }
     }
 
@@ -266,7 +326,26 @@ final class CacheStore: Sendable {
                 return deleted
             }
         } catch {
-            throw LiveError(code: .cacheFailure, message: "evicting from the cache at \(path) failed: \(error)")
+            throw monitor.failure(error, doing: "evicting from the cache", path: path)
+        }
+    }
+
+    /// The writes queued in the cache's own `outbox` table, by versions before the outbox had a file of its
+    /// own (``OutboxStore``); the engine moves them there at start, then calls ``clearLegacyOutbox(upTo:)``.
+    func legacyOutbox() throws(LiveError) -> [OutboxEntry] {
+        do {
+            return try pool.read { db in try OutboxStore.entries(db) }
+        } catch {
+            throw monitor.failure(error, doing: "reading the queued writes of the cache", path: path)
+        }
+    }
+
+    /// Removes the cache's queued writes up to `id` (they are in the outbox now).
+    func clearLegacyOutbox(upTo id: Int64) throws(LiveError) {
+        do {
+            try pool.write { db in try db.execute(sql: "DELETE FROM outbox WHERE id <= ?", arguments: [id]) }
+        } catch {
+            throw monitor.failure(error, doing: "removing the queued writes of the cache", path: path)
         }
     }
 
@@ -277,7 +356,7 @@ final class CacheStore: Sendable {
         do {
             try pool.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
         } catch {
-            throw LiveError(code: .cacheFailure, message: "checkpointing the cache at \(path) failed: \(error)")
+            throw monitor.failure(error, doing: "checkpointing the cache", path: path)
         }
         try pool.close()
     }

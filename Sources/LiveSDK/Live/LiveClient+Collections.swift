@@ -207,7 +207,7 @@ extension LiveClient {
             if Task.isCancelled {
                 logger.debug("query result not cached: the engine is stopping", metadata: ["query": "\(window.query.canonicalText)"])
             } else {
-                logger.error("cache write failed", metadata: ["query": "\(window.query.canonicalText)", "error": "\(error)"])
+                logCacheFailure(error, ["query": "\(window.query.canonicalText)"])
             }
         }
     }

@@ -17,13 +17,14 @@ import Logging
 extension LiveClient {
     /// Queues `change` and returns at once with its outbox id; the object's observers see it, pending,
     /// before this returns. ``write(collection:id:_:ifVersion:)`` also waits for the outcome.
-    /// - Throws: ``LiveError`` `invalidArgument` (bad names, data that is not an object), `cacheFailure`.
+    /// - Throws: ``LiveError`` `invalidArgument` (bad names, data that is not an object), a storage code
+    ///   (`storageFull`, `storageReadOnly`, `storageIOError`: the write was not queued).
     @discardableResult
     public func enqueueWrite(collection: String, id: String, _ change: LiveWrite, ifVersion: Int64? = nil) async throws(LiveError)
         -> Int64
     {
         let key = try Self.checkedWrite(collection: collection, id: id, change)
-        let outboxID = try await cache.enqueue(key, change, ifVersion: ifVersion)
+        let outboxID = try await outbox.enqueue(key, change, ifVersion: ifVersion)
         observations[key]?.apply { $0.localWrite(outboxID, change) }
         await pendingChanged(key)
         outboxSignal.yield()
@@ -61,7 +62,20 @@ extension LiveClient {
 
     /// How many writes wait in the outbox.
     public func pendingWriteCount() async throws(LiveError) -> Int {
-        try await cache.outbox().count
+        try await outbox.entries().count { !doneButQueued.contains($0.id) }
+    }
+
+    /// Removes the writes that are done but could not be removed from the outbox (a full disk cannot even
+    /// record a deletion); those that still fail wait for the next try.
+    private func removeDoneWrites() async {
+        for id in doneButQueued.sorted() {
+            do {
+                try await outbox.remove(id)
+                doneButQueued.remove(id)
+            } catch {
+                return
+            }
+        }
     }
 
     /// Sends the outbox, in order, until the task is cancelled.
@@ -70,15 +84,25 @@ extension LiveClient {
         var failures = 0
         var signals = outboxSignals.makeAsyncIterator()
         while !Task.isCancelled {
+            if !doneButQueued.isEmpty { await removeDoneWrites() }
             let entry: OutboxEntry?
             do {
-                entry = try await cache.nextInOutbox(after: last)
+                entry = try await outbox.next(after: last)
             } catch {
                 if Task.isCancelled { break }  // the engine stops
                 logger.error("reading the outbox failed", metadata: ["error": "\(error)"])
                 entry = nil
             }
             guard let entry else {
+                if !doneButQueued.isEmpty {
+                    // Done writes still to remove: try again in a second (or at a new write).
+                    do {
+                        try await Task.sleep(for: .seconds(1))
+                    } catch {
+                        break
+                    }
+                    continue
+                }
                 // Nothing to send: wait for a new write (or the end).
                 guard await signals.next() != nil else { break }
                 continue
@@ -90,11 +114,22 @@ extension LiveClient {
                 }
                 failures = 0
                 last = entry.id
+                // The entity into the cache first, then the write out of the outbox: a crash in between
+                // resends the write at the next start, under its write id, and the cloud answers with the
+                // first outcome (the reverse order could lose the confirmed entity, never the write; this one
+                // loses neither). A cache that cannot store it only misses an entity the cloud has.
                 do {
-                    try await cache.confirm(entry.id, entity)
+                    try await cache.store(entity)
                 } catch {
-                    // Kept from being sent again by `last`, in this run; logged, since a restart would resend it.
-                    logger.error("confirming a sent write in the cache failed", metadata: ["key": "\(entry.key)", "error": "\(error)"])
+                    logCacheFailure(error, ["key": "\(entry.key)"])
+                }
+                do {
+                    try await outbox.remove(entry.id)
+                } catch {
+                    // Kept from being sent again by `last`; removed again later. A restart before that resends
+                    // it, under its write id: the cloud applies it once.
+                    doneButQueued.insert(entry.id)
+                    logger.debug("removing a confirmed write from the outbox failed", metadata: ["key": "\(entry.key)", "error": "\(error)"])
                 }
                 observations[entry.key]?.apply { $0.writeConfirmed(entry.id, entity) }
                 collectionsChanged(entity)
@@ -118,9 +153,10 @@ extension LiveClient {
                 last = entry.id
                 logger.notice("the cloud rejected a write", metadata: ["key": "\(entry.key)", "error": "\(error)"])
                 do {
-                    try await cache.drop(entry.id)
+                    try await outbox.remove(entry.id)
                 } catch {
-                    logger.error("removing a rejected write from the outbox failed", metadata: ["error": "\(error)"])
+                    doneButQueued.insert(entry.id)
+                    logger.debug("removing a rejected write from the outbox failed", metadata: ["error": "\(error)"])
                 }
                 observations[entry.key]?.apply { $0.writeRejected(entry.id, error) }
                 await pendingChanged(entry.key)
@@ -144,7 +180,7 @@ extension LiveClient {
         guard collectionObservations.keys.contains(where: { $0.query.collection == key.collection }) else { return }
         let overlay: Entity??
         do {
-            overlay = try await pendingOverlay(key, writes: try await cache.outbox(of: key))
+            overlay = try await pendingOverlay(key, writes: try await outbox.entries(of: key).filter { !doneButQueued.contains($0.id) })
         } catch {
             logger.error("reading pending writes failed", metadata: ["key": "\(key)", "error": "\(error)"])
             return
@@ -167,7 +203,7 @@ extension LiveClient {
     /// writes wait in the outbox: it shows them from its first state).
     func pendingOverlays(in collection: String) async -> [(id: String, overlay: Entity?)] {
         do {
-            let writes = try await cache.outbox().filter { $0.key.collection == collection }
+            let writes = try await outbox.entries().filter { $0.key.collection == collection && !doneButQueued.contains($0.id) }
             var overlays: [(id: String, overlay: Entity?)] = []
             for (key, ofKey) in Dictionary(grouping: writes, by: \.key).sorted(by: { $0.key.id < $1.key.id }) {
                 if let overlay = try await pendingOverlay(key, writes: ofKey) { overlays.append((key.id, overlay)) }

@@ -60,6 +60,15 @@ public actor LiveClient {
     public nonisolated let session: Session
     public nonisolated let logger: Logger
     let cache: CacheStore
+    /// The acknowledged writes waiting for the cloud, in a file of their own.
+    let outbox: OutboxStore
+    /// How the state directory's files fare (see ``addStorageObserver(_:)``).
+    let storage: StorageMonitor
+    /// The damaged cache this engine found at start and moved aside, if it did.
+    public nonisolated let cacheRecovery: CacheRecovery?
+    /// How many queued writes this engine moved at start from the cache (where earlier versions kept them)
+    /// into the outbox.
+    public nonisolated let adoptedWrites: Int
     let cloud: CloudClient
     let realtime: RealtimeConnection
     /// The loop the engine runs on (see ``EngineLoop``).
@@ -97,6 +106,9 @@ public actor LiveClient {
     var feedEmissions = 0
     // The write outbox (see LiveClient+Outbox.swift).
     var writeWaiters: [Int64: CheckedContinuation<Entity, any Error>] = [:]
+    /// Writes confirmed or rejected whose removal from the outbox failed (a full disk): not sent again, not
+    /// counted as pending, removed at the sender's next turn.
+    var doneButQueued: Set<Int64> = []
     /// Outcomes of writes whose writer was not waiting yet.
     var finishedWrites: [Int64: Result<Entity, any Error>] = [:]
     /// The object whose write is being sent, and the realtime changes of it that arrived meanwhile.
@@ -126,7 +138,14 @@ public actor LiveClient {
     public init(configuration: LiveSDKConfiguration, logger: Logger) throws {
         self.logger = logger
         try FileManager.default.createDirectory(atPath: configuration.stateDirectory, withIntermediateDirectories: true)
-        cache = try CacheStore(path: configuration.stateDirectory + "/cache.sqlite")
+        storage = StorageMonitor()
+        (cache, cacheRecovery) = try CacheStore.open(path: configuration.stateDirectory + "/cache.sqlite", monitor: storage)
+        outbox = try OutboxStore(path: configuration.stateDirectory + "/outbox.sqlite", monitor: storage)
+        // Writes an older version queued in the cache's own table move to the outbox (first added there, then
+        // removed from the cache: a crash in between leaves them in both, and the write ids skip the copies).
+        let legacy = try cache.legacyOutbox()
+        adoptedWrites = try outbox.adopt(legacy)
+        if let last = legacy.last { try cache.clearLegacyOutbox(upTo: last.id) }
         cacheMaxEntities = configuration.cacheMaxEntities.map { max(1, $0) }
         cloud = CloudClient(baseURL: configuration.cloudURL)
         session = Session(credentials: configuration.credentials, cloud: cloud, logger: logger)
@@ -186,14 +205,39 @@ public actor LiveClient {
         await Task { await self.flushCheckpoints() }.value
     }
 
-    /// Closes the cache. Call after ``run()`` has returned.
+    /// Closes the cache and the outbox. Call after ``run()`` has returned.
     public func close() {
         do {
             try cache.close()
         } catch {
             logger.error("closing the cache failed", metadata: ["error": "\(error)"])
         }
+        do {
+            try outbox.close()
+        } catch {
+            logger.error("closing the outbox failed", metadata: ["error": "\(error)"])
+        }
     }
+
+    /// Logs a failed cache write: a storage fault at debug level (the storage observers hear of its start and
+    /// end once, where a full disk fails every event's write), any other failure as an error.
+    nonisolated func logCacheFailure(_ error: LiveError, _ metadata: Logger.Metadata) {
+        let level: Logger.Level = StorageFault(error.code) == nil ? .error : .debug
+        logger.log(level: level, "cache write failed", metadata: metadata.merging(["error": "\(error)"]) { $1 })
+    }
+
+    /// Calls `observer` when a file of the state directory starts failing (a full or read-only file system,
+    /// an I/O error, damage) and when it works again; failures in between are counted, not reported. The
+    /// observer runs on the thread that saw the outcome: it must not block. Returns an id for
+    /// ``removeStorageObserver(_:)``.
+    public nonisolated func addStorageObserver(_ observer: @escaping @Sendable (StorageHealth.Event) -> Void) -> Int {
+        storage.addObserver(observer)
+    }
+
+    public nonisolated func removeStorageObserver(_ id: Int) { storage.removeObserver(id) }
+
+    /// Which files of the state directory are failing now, and how often they failed since.
+    public nonisolated var storageHealth: StorageHealth { storage.health }
 
     /// Calls `observer` with every change of the cloud connection's status (Kinvey's `onStatus`).
     /// Returns an id for ``removeConnectionObserver(_:)``.
@@ -230,7 +274,7 @@ public actor LiveClient {
             var pending: [OutboxEntry] = []
             do {
                 cached = try await cache.entity(key)
-                pending = try await cache.outbox(of: key)
+                pending = try await outbox.entries(of: key).filter { !doneButQueued.contains($0.id) }
             } catch {
                 logger.error("cache read failed", metadata: ["key": "\(key)", "error": "\(error)"])
             }
@@ -294,10 +338,16 @@ public actor LiveClient {
                 let baseline = await realtime.lastSeq(of: .object(key))
                 let entity = try await fetchWithSession(key)
                 let checkpoint = baseline.map { (topic: Topic.object(key).description, seq: $0) }
-                if let entity {
-                    try await cache.store(entity, checkpoint: checkpoint)
-                } else if let checkpoint {
-                    try await cache.saveCheckpoint(checkpoint.topic, checkpoint.seq)
+                do {
+                    if let entity {
+                        try await cache.store(entity, checkpoint: checkpoint)
+                    } else if let checkpoint {
+                        try await cache.saveCheckpoint(checkpoint.topic, checkpoint.seq)
+                    }
+                } catch {
+                    // The observers get what the cloud said all the same: a cache that cannot store (a full
+                    // disk) costs the next start a fetch, not this observation its data.
+                    logCacheFailure(error, ["key": "\(key)"])
                 }
                 observation.apply { $0.fetchSucceeded(entity) }
                 await cacheStored(1)
@@ -399,7 +449,7 @@ public actor LiveClient {
         do {
             try cache.storeNow(entity, checkpoint: checkpointDue(topic, seq))
         } catch {
-            logger.error("cache write failed", metadata: ["key": "\(entity.key)", "error": "\(error)"])
+            logCacheFailure(error, ["key": "\(entity.key)"])
         }
         observations[entity.key]?.apply { $0.remoteChanged(entity) }
         collectionsChanged(entity)

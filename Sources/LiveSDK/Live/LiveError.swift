@@ -23,6 +23,14 @@ public struct LiveError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let messageTooLarge = Code(rawValue: "messageTooLarge")
         /// The local cache failed.
         public static let cacheFailure = Code(rawValue: "cacheFailure")
+        /// The state directory's file system is full (see ``StorageFault``).
+        public static let storageFull = Code(rawValue: "storageFull")
+        /// The state directory's file system, or a file in it, is read-only.
+        public static let storageReadOnly = Code(rawValue: "storageReadOnly")
+        /// The disk or file system failed a read or a write.
+        public static let storageIOError = Code(rawValue: "storageIOError")
+        /// A file in the state directory is not a database or is damaged.
+        public static let storageDamaged = Code(rawValue: "storageDamaged")
     }
 
     public var code: Code

@@ -1,0 +1,166 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Foundation
+import LiveCloudAPI
+import LiveGateClient
+import LiveGateProtocol
+import LiveJSON
+import Testing
+
+/// Faults of the state directory a host really has, on the real daemon: a damaged cache (moved aside, the
+/// daemon serves from the cloud), a damaged cache under queued writes (the writes live in the outbox, and
+/// reach the cloud), a damaged outbox (the daemon refuses to start and says what to do), a full disk
+/// (writes get -32008, reads go on, the journal says it once).
+@Suite(.serialized) struct StorageFaultTests {
+    /// The daemon's `livegated` command line as `startDaemon` runs it, for a start that is expected to fail.
+    private func daemonCommand(_ cluster: TestCluster) -> [String] {
+        cluster.daemonArguments + ["--password-file", cluster.directory + "/password"]
+    }
+
+    private func overwrite(_ path: String, withRandomBytes count: Int) throws {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+    }
+
+    @Test func aDamagedCacheIsMovedAsideAndObserversAreServedFromTheCloud() async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        try await cluster.put("notes", "kept", ["a": 1])
+        try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "damage") { daemon in
+            let queue = Queue(try await daemon.observeObject(collection: "notes", id: "kept").changes)
+            _ = try await elements(queue, until: "fresh v1") { $0.dataStatus == .fresh && $0.snapshot?.version == 1 }
+        }
+        #expect(cluster.stopDaemon() == 0)
+        let cache = cluster.directory + "/state/cache.sqlite"
+        try overwrite(cache, withRandomBytes: 64 * 1024)
+        try? FileManager.default.removeItem(atPath: cache + "-wal")
+        try await cluster.put("notes", "kept", ["a": 2])
+
+        // Without the recovery, the daemon exits 1 ("file is not a database") and never gets READY.
+        try await cluster.startDaemon()
+        try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "damage") { daemon in
+            let queue = Queue(try await daemon.observeObject(collection: "notes", id: "kept").changes)
+            _ = try await elements(queue, until: "fresh v2 from the cloud") { $0.dataStatus == .fresh && $0.snapshot?.version == 2 }
+        }
+        let state = try FileManager.default.contentsOfDirectory(atPath: cluster.directory + "/state")
+        let aside = try #require(state.first { $0.hasPrefix("cache.sqlite.damaged-") }, "\(state)")
+        #expect(
+            try Data(contentsOf: URL(fileURLWithPath: cluster.directory + "/state/" + aside)).count == 64 * 1024,
+            "the damaged file is kept as it was"
+        )
+        let log = cluster.daemonLog
+        #expect(log.contains("6c3a1e0f2b8d4f5a9e7c1d2b3a4f5e6c") && log.contains(aside), "journal entry naming the file moved aside")
+    }
+
+    @Test(arguments: ["random bytes over the cache, no WAL", "the cache truncated to nothing, a garbage WAL"])
+    func aQueuedWriteSurvivesADestroyedCache(_ damage: String) async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        try await cluster.fault(#"{"failRequests":100000}"#)
+        try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "survivor") { daemon in
+            try await daemon.queueUpdate(collection: "notes", id: "w", data: ["n": 1])
+            try await daemon.queueUpdate(collection: "notes", id: "w", data: ["m": 2], merge: true)
+            #expect(try await daemon.stats().pendingWrites == 2)
+        }
+        #expect(cluster.stopDaemon() == 0)
+        let cache = cluster.directory + "/state/cache.sqlite"
+        if damage.hasPrefix("random") {
+            try overwrite(cache, withRandomBytes: 128 * 1024)
+            try? FileManager.default.removeItem(atPath: cache + "-wal")
+        } else {
+            #expect(truncate(cache, 0) == 0)
+            try overwrite(cache + "-wal", withRandomBytes: 64 * 1024)
+        }
+        try await cluster.fault(#"{"failRequests":0}"#)
+        try await cluster.startDaemon()
+        // Before the outbox had a file of its own the two writes were in the cache, and were gone.
+        try await eventually("both writes in the cloud") { (try? await cluster.get("notes", "w"))?.version == 2 }
+        #expect(try await cluster.get("notes", "w").data == ["n": 1, "m": 2])
+        try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "survivor") { daemon in
+            try await eventually("the outbox empty") { try await daemon.stats().pendingWrites == 0 }
+        }
+    }
+
+    @Test(arguments: ["truncated to nothing", "random bytes"])
+    func aDamagedOutboxStopsTheStartAndSaysWhatToDo(_ damage: String) async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        try await cluster.fault(#"{"failRequests":100000}"#)
+        try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "outbox") { daemon in
+            try await daemon.queueUpdate(collection: "notes", id: "lost", data: ["n": 1])
+        }
+        #expect(cluster.stopDaemon() == 0)
+        let outbox = cluster.directory + "/state/outbox.sqlite"
+        if damage.hasPrefix("truncated") {
+            #expect(truncate(outbox, 0) == 0)
+        } else {
+            try overwrite(outbox, withRandomBytes: 8 * 1024)
+        }
+        let damaged = try Data(contentsOf: URL(fileURLWithPath: outbox))
+
+        // An empty outbox.sqlite would otherwise open as a new, empty database, and the write be gone unsaid.
+        let (status, output) = try runToCompletion(TestCluster.binDirectory + "/livegated", daemonCommand(cluster))
+        #expect(status == 65, "EX_DATAERR, which the unit does not restart on: \(output)")
+        #expect(output.contains(outbox) && output.contains("mv \(outbox) \(outbox).damaged") && output.contains(".recover"), "\(output)")
+        #expect(output.contains("6c3a1e0f2b8d4f5a9e7c1d2b3a4f5e6d"), "its MESSAGE_ID: \(output)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: outbox)) == damaged, "the damaged outbox is left as it was")
+
+        // Doing what it says: the daemon starts (without the lost write), with a new outbox.
+        try FileManager.default.moveItem(atPath: outbox, toPath: outbox + ".damaged")
+        try await cluster.startDaemon()
+        let stats = try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "outbox") { daemon in
+            try await daemon.stats()
+        }
+        #expect(stats.pendingWrites == 0)
+    }
+
+    /// The state directory on a tmpfs of 1 MiB, mounted in a mount namespace of the daemon's own (root only).
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare")))
+    func aFullDiskFailsWritesWithAStorageErrorAndReadsGoOn() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false)
+        defer { cluster.stop() }
+        let state = cluster.directory + "/state"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        try await cluster.startDaemon(launcher: [
+            "/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
+            "mount -t tmpfs -o size=1m livegate-test-state '\(state)' && exec \"$@\"", "sh",
+        ])
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        try await cluster.put("notes", "readable", ["a": 1])
+        try await cluster.fault(#"{"failRequests":100000}"#)
+        let big = JSONValue.string(String(repeating: "x", count: 64 * 1024))
+        let acknowledged = try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "full") { daemon in
+            var refusal: LiveGateError?
+            var acknowledged = 0
+            for n in 0..<64 where refusal == nil {
+                do {
+                    try await daemon.queueUpdate(collection: "notes", id: "big\(n)", data: ["blob": big])
+                    acknowledged += 1
+                } catch let error as LiveGateError {
+                    refusal = error
+                }
+            }
+            let error = try #require(refusal, "1 MiB is full after at most 16 writes of 64 KiB")
+            #expect(error.code == .storageFailure && error.data?["reason"] == "full", "\(error)")
+            #expect(error.message.contains("full") && error.message.contains("outbox.sqlite"), "\(error)")
+
+            // Reads go on from the cloud (once it answers), whatever the cache can store.
+            try await cluster.fault(#"{"failRequests":0}"#)
+            let queue = Queue(try await daemon.observeObject(collection: "notes", id: "readable").changes)
+            _ = try await elements(queue, until: "fresh from the cloud") { $0.dataStatus == .fresh && $0.snapshot?.version == 1 }
+            // The queued writes reach the cloud, and leave the outbox although the disk may not record it yet.
+            try await eventually("the queued writes sent") { try await daemon.stats().pendingWrites == 0 }
+            return acknowledged
+        }
+        for n in 0..<acknowledged {
+            #expect(try await cluster.get("notes", "big\(n)").data["blob"] == big, "acknowledged write \(n) in the cloud")
+        }
+        let log = cluster.daemonLog
+        #expect(log.contains("6c3a1e0f2b8d4f5a9e7c1d2b3a4f5e6a"), "a journal entry for the failing file")
+        #expect(!log.contains("failed internally"))
+    }
+}
