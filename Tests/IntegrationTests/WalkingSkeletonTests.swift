@@ -67,6 +67,9 @@ func change(
             // The first observation caches v1, then ends: the daemon releases the realtime subscription.
             let observation = try await first.observeObject(collection: "notes", id: "n2")
             _ = try await change(Queue(observation.changes), "fresh v1") { $0.dataStatus == .fresh && $0.snapshot?.version == 1 }
+            // Fresh can come from the fetch before the cloud has the subscription: wait for it, or its absence
+            // below would prove nothing (and v2 could reach the lingering observation).
+            try await eventually("the daemon's subscription") { try await cluster.stats().subscriptions["object:notes/n2"] == 1 }
             try await first.invalidate(token: observation.token)
         }
         try await eventually("the daemon to release its subscription") {
