@@ -2,17 +2,38 @@
 
 import LiveJSON
 
-/// A JSON-RPC 2.0 request id: a number or a string, echoed back in the response.
+/// A JSON-RPC 2.0 request id: a number or a string (or `null`, which JSON-RPC discourages but allows),
+/// echoed back in the response as it came.
 public enum RequestID: Hashable, Sendable, Codable, CustomStringConvertible {
     case number(Int64)
     case string(String)
+    /// A number with a fractional part, or beyond Int64 (JSON-RPC says ids SHOULD NOT have one; it is
+    /// answered all the same).
+    case fractional(Double)
+    /// `"id": null`: a request all the same (only a missing id makes a notification), answered with `null`.
+    case null
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
-        if let number = try? container.decode(Int64.self) {
+        if container.decodeNil() {
+            self = .null
+        } else if let number = try? container.decode(Int64.self) {
             self = .number(number)
+        } else if let number = try? container.decode(Double.self) {
+            self = .fractional(number)
         } else {
             self = .string(try container.decode(String.self))
+        }
+    }
+
+    /// The id a request's `id` member holds, or `nil` when it is not one JSON-RPC allows (an object, an
+    /// array, a boolean).
+    public init?(_ value: JSONValue) {
+        switch value {
+        case .null: self = .null
+        case .string(let string): self = .string(string)
+        case .number(let number): self = Int64(exactly: number).map(Self.number) ?? .fractional(number)
+        case .bool, .array, .object: return nil
         }
     }
 
@@ -21,6 +42,8 @@ public enum RequestID: Hashable, Sendable, Codable, CustomStringConvertible {
         switch self {
         case .number(let value): try container.encode(value)
         case .string(let value): try container.encode(value)
+        case .fractional(let value): try container.encode(value)
+        case .null: try container.encodeNil()
         }
     }
 
@@ -28,16 +51,74 @@ public enum RequestID: Hashable, Sendable, Codable, CustomStringConvertible {
         switch self {
         case .number(let value): "\(value)"
         case .string(let value): "\"\(value)\""
+        case .fractional(let value): "\(value)"
+        case .null: "null"
         }
     }
 }
 
 /// A request as it arrives: the envelope is checked first, `params` is decoded per method later.
-public struct RPCRequestEnvelope: Decodable, Sendable {
-    public var jsonrpc: String?
+public struct RPCRequestEnvelope: Sendable, Equatable {
+    /// `nil` when the request has no `id` member: a notification, which gets no answer.
     public var id: RequestID?
-    public var method: String?
+    public var method: String
     public var params: JSONValue?
+
+    public init(id: RequestID?, method: String, params: JSONValue?) {
+        self.id = id
+        self.method = method
+        self.params = params
+    }
+
+    /// The request in `value` (one request of a frame, or one member of a batch), or the error to answer it
+    /// with and the id to answer under (`null` when the id could not be read).
+    public static func read(_ value: JSONValue) -> Result<RPCRequestEnvelope, RejectedRequest> {
+        guard case .object(let members) = value else {
+            return .failure(RejectedRequest(error: notARequest, id: .null))
+        }
+        var id: RequestID?
+        if let member = members["id"] {
+            guard let valid = RequestID(member) else {
+                return .failure(
+                    RejectedRequest(error: RPCError(code: .invalidRequest, message: "the request's id must be a string, a number or null"), id: .null)
+                )
+            }
+            id = valid
+        }
+        guard members["jsonrpc"] == .string("2.0"), case .string(let method)? = members["method"] else {
+            return .failure(RejectedRequest(error: notARequest, id: id ?? .null))
+        }
+        let params = members["params"]
+        switch params {
+        case nil, .object?, .array?: break
+        default:
+            return .failure(
+                RejectedRequest(
+                    error: RPCError(code: .invalidRequest, message: "params must be an object (or an array), or be left out"),
+                    id: id ?? .null
+                )
+            )
+        }
+        return .success(RPCRequestEnvelope(id: id, method: method, params: params))
+    }
+
+    /// A request that cannot be performed, with the id to answer it under.
+    public struct RejectedRequest: Error, Sendable, Equatable {
+        public var error: RPCError
+        public var id: RequestID
+    }
+
+    public static let notARequest = RPCError(
+        code: .invalidRequest,
+        message: "not a JSON-RPC 2.0 request: send an object with \"jsonrpc\":\"2.0\", a \"method\", its \"params\" and an \"id\""
+    )
+}
+
+/// The limits of a request frame, besides its size (`maxFrameBytes`): JSON nested at most this deep, and at
+/// most this many requests in a batch. `hello` reports them; `Protocol/ipc/README.md` describes them.
+public enum RequestLimits {
+    public static let maxJSONDepth = JSONValue.maxParsingDepth
+    public static let maxBatchRequests = 100
 }
 
 /// A request as a client sends it.

@@ -74,7 +74,20 @@ public struct HelloResult: Codable, Sendable {
     public struct Limits: Codable, Sendable {
         /// The largest frame the daemon accepts, in bytes, newline included.
         public var maxFrameBytes: Int
-        public init(maxFrameBytes: Int) { self.maxFrameBytes = maxFrameBytes }
+        /// The most requests in one batch (a frame holding an array of requests).
+        public var maxBatchRequests: Int
+        /// The deepest nesting of arrays and objects in a frame.
+        public var maxJSONDepth: Int
+
+        public init(
+            maxFrameBytes: Int,
+            maxBatchRequests: Int = RequestLimits.maxBatchRequests,
+            maxJSONDepth: Int = RequestLimits.maxJSONDepth
+        ) {
+            self.maxFrameBytes = maxFrameBytes
+            self.maxBatchRequests = maxBatchRequests
+            self.maxJSONDepth = maxJSONDepth
+        }
     }
 
     public init(daemon: String, version: String, protocol: Int, session: String, limits: Limits) {

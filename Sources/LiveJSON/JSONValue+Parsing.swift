@@ -4,6 +4,14 @@
 public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertible {
     public let message: String
     public let offset: Int
+    /// The document is nested deeper than ``JSONValue/maxParsingDepth`` (it may be valid JSON all the same).
+    public var isDepthLimit = false
+
+    public init(message: String, offset: Int, isDepthLimit: Bool = false) {
+        self.message = message
+        self.offset = offset
+        self.isDepthLimit = isDepthLimit
+    }
 
     public var description: String { "\(message) at byte \(offset)" }
 }
@@ -87,7 +95,9 @@ private struct Parser {
 
     mutating func enter() throws(JSONParseError) {
         depth += 1
-        guard depth <= JSONValue.maxParsingDepth else { throw fail("nested deeper than \(JSONValue.maxParsingDepth) levels") }
+        guard depth <= JSONValue.maxParsingDepth else {
+            throw JSONParseError(message: "nested deeper than \(JSONValue.maxParsingDepth) levels", offset: offset, isDepthLimit: true)
+        }
     }
 
     mutating func object() throws(JSONParseError) -> JSONValue {

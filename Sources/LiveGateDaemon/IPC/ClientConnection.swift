@@ -269,6 +269,9 @@ final class ClientConnection: Sendable {
     /// The subscription behind a live token of this connection.
     func subscription(of token: Int64) -> TokenSubscription? { tokens.withLock { $0.live[token] } }
 
+    /// The answers of the batch being performed, while one is (see ``answeringAsOne(_:)``).
+    private let batchAnswers = Mutex<[[UInt8]]?>(nil)
+
     var tokenCount: Int { tokens.withLock { $0.live.count + $0.pending.count } }
 
     private func releaseAllTokens() {
@@ -302,7 +305,7 @@ final class ClientConnection: Sendable {
 
     func respond(result: some Encodable & Sendable, id: RequestID) {
         do {
-            outbox.enqueue(try WireJSON.line(RPCResponse(id: id, result: result)))
+            answer(try WireJSON.bytes(RPCResponse(id: id, result: result)))
         } catch {
             logger.error("could not encode a response", metadata: ["error": "\(error)"])
             respond(error: RPCError(code: .internalError, message: "the daemon could not encode its answer; see its log"), id: id)
@@ -310,7 +313,44 @@ final class ClientConnection: Sendable {
     }
 
     func respond(error: RPCError, id: RequestID?) {
-        if let frame = try? WireJSON.line(RPCErrorResponse(id: id, error: error)) { outbox.enqueue(frame) }
+        if let bytes = try? WireJSON.bytes(RPCErrorResponse(id: id, error: error)) { answer(bytes) }
+    }
+
+    /// Runs `body` (a batch's requests, one after the other) and sends the answers they gave as one JSON
+    /// array, in their order; nothing when they gave none (a batch of notifications). Requests of a
+    /// connection are performed one at a time, so no other answer can fall in between.
+    func answeringAsOne(_ body: () async -> Void) async {
+        batchAnswers.withLock { $0 = [] }
+        await body()
+        let answers = batchAnswers.withLock { answers in
+            defer { answers = nil }
+            return answers ?? []
+        }
+        guard !answers.isEmpty else { return }
+        var frame = ByteBuffer()
+        frame.reserveCapacity(answers.reduce(2) { $0 + $1.count + 1 })
+        frame.writeInteger(UInt8(ascii: "["))
+        for (index, answer) in answers.enumerated() {
+            if index > 0 { frame.writeInteger(UInt8(ascii: ",")) }
+            frame.writeBytes(answer)
+        }
+        frame.writeBytes(Array("]\n".utf8))
+        outbox.enqueue(frame)
+    }
+
+    /// Sends one answer, or keeps it for its batch's array.
+    private func answer(_ bytes: [UInt8]) {
+        let kept = batchAnswers.withLock { answers -> Bool in
+            guard answers != nil else { return false }
+            answers!.append(bytes)
+            return true
+        }
+        guard !kept else { return }
+        var frame = ByteBuffer()
+        frame.reserveCapacity(bytes.count + 1)
+        frame.writeBytes(bytes)
+        frame.writeInteger(UInt8(ascii: "\n"))
+        outbox.enqueue(frame)
     }
 }
 

@@ -23,11 +23,6 @@ struct RequestHandler {
         )
     }
 
-    static let notARequest = RPCError(
-        code: .invalidRequest,
-        message: "not a JSON-RPC 2.0 request: send an object with \"jsonrpc\":\"2.0\", a \"method\", its \"params\" and an \"id\""
-    )
-
     static let methods = [
         Method.hello, Method.objectObserve, Method.tokenInvalidate, Method.objectCreate, Method.objectUpdate, Method.objectDelete,
         Method.collectionObserve, Method.collectionNextPage, Method.collectionPreviousPage, Method.collectionResetPage,
@@ -44,28 +39,64 @@ struct RequestHandler {
         Method.objectCreate, Method.objectUpdate, Method.objectDelete, Method.streamSend, Method.streamPost, Method.streamGrantAccess,
     ]
 
+    /// Performs the frame's request, or each request of its batch (a JSON array: their answers go out together,
+    /// as one array, in the batch's order; a batch of notifications only gets no answer).
     func handle(_ frame: ByteBuffer) async {
-        let envelope: RPCRequestEnvelope
+        let value: JSONValue
         do {
-            envelope = try JSONDecoder().decode(RPCRequestEnvelope.self, from: Data(frame.readableBytesView))
-        } catch let error as DecodingError {
-            if case .dataCorrupted(let context) = error, context.codingPath.isEmpty {
+            value = try JSONValue(parsing: frame.readableBytesView)
+        } catch {
+            if error.isDepthLimit {
                 connection.respond(
-                    error: RPCError(code: .parseError, message: "the frame is not valid JSON; send one JSON object per line"),
-                    id: nil
+                    error: RPCError(
+                        code: .limitExceeded,
+                        message: "the frame nests arrays and objects deeper than \(RequestLimits.maxJSONDepth) levels",
+                        data: ["limit": "maxJSONDepth", "maxJSONDepth": .number(Double(RequestLimits.maxJSONDepth))]
+                    ),
+                    id: .null
                 )
             } else {
-                connection.respond(error: Self.notARequest, id: nil)
+                connection.respond(
+                    error: RPCError(code: .parseError, message: "the frame is not valid JSON (\(error)); send one JSON-RPC request per line"),
+                    id: .null
+                )
             }
             return
-        } catch {
-            connection.respond(error: RPCError(code: .parseError, message: "the frame is not valid JSON"), id: nil)
+        }
+        guard case .array(let members) = value else {
+            await perform(value)
             return
         }
-        guard envelope.jsonrpc == "2.0", let method = envelope.method else {
-            connection.respond(error: Self.notARequest, id: envelope.id)
+        guard !members.isEmpty else {
+            connection.respond(error: RPCError(code: .invalidRequest, message: "an empty batch: send at least one request in it"), id: .null)
             return
         }
+        guard members.count <= RequestLimits.maxBatchRequests else {
+            connection.respond(
+                error: RPCError(
+                    code: .limitExceeded,
+                    message: "a batch of \(members.count) requests exceeds the limit of \(RequestLimits.maxBatchRequests); split it",
+                    data: ["limit": "maxBatchRequests", "maxBatchRequests": .number(Double(RequestLimits.maxBatchRequests))]
+                ),
+                id: .null
+            )
+            return
+        }
+        await connection.answeringAsOne {
+            for member in members { await perform(member) }
+        }
+    }
+
+    /// Checks one request and performs it; every failure is answered under the request's id.
+    private func perform(_ value: JSONValue) async {
+        let envelope: RPCRequestEnvelope
+        switch RPCRequestEnvelope.read(value) {
+        case .success(let read): envelope = read
+        case .failure(let rejected):
+            connection.respond(error: rejected.error, id: rejected.id)
+            return
+        }
+        let method = envelope.method
         // Requests without an id are notifications: JSON-RPC gives them no answer, and the daemon takes none.
         guard let id = envelope.id else { return }
         guard connection.admitRequest() else {
