@@ -77,11 +77,18 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // The daemon's configuration file and access policy (a target of their own: the fuzzer builds it alone).
+        .target(
+            name: "LiveGateConfig",
+            dependencies: [.product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+
         // The daemon.
         .target(
             name: "LiveGateDaemon",
             dependencies: [
-                "LiveGateProtocol", "LiveSDK", "LiveGateSystemd", "LiveJSON", "LiveCloudAPI", "LiveChangeSet", "LiveGateVersion",
+                "LiveGateConfig", "LiveGateProtocol", "LiveSDK", "LiveGateSystemd", "LiveJSON", "LiveCloudAPI", "LiveChangeSet", "LiveGateVersion",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -93,7 +100,7 @@ let package = Package(
         .executableTarget(
             name: "livegated",
             dependencies: [
-                "LiveGateDaemon", "LiveGateSystemd", "LiveSDK", "LiveGateVersion", "LiveGateProtocol",
+                "LiveGateDaemon", "LiveGateConfig", "LiveGateSystemd", "LiveSDK", "LiveGateVersion", "LiveGateProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -171,13 +178,25 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // Fuzzing: the targets (replayed by the tests), and libFuzzer's executable (scripts/fuzz builds it with
+        // -sanitize=fuzzer -DLIVEGATE_FUZZ; built plainly it replays inputs given on its command line).
+        .target(
+            name: "LiveGateFuzzTargets",
+            dependencies: [
+                "LiveGateProtocol", "LiveCloudAPI", "LiveJSON", "LiveGateConfig", .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(name: "livegate-fuzz", dependencies: ["LiveGateFuzzTargets"], swiftSettings: swiftSettings),
+
         // Tests.
         .testTarget(name: "LiveGateProtocolTests", dependencies: ["LiveGateProtocol"], swiftSettings: swiftSettings),
+        .testTarget(name: "FuzzCorpusTests", dependencies: ["LiveGateFuzzTargets"], swiftSettings: swiftSettings),
         .testTarget(name: "LiveSDKTests", dependencies: ["LiveSDK", "LiveCloudAPI", "LiveChangeSet", "LiveJSON"], swiftSettings: swiftSettings),
         .testTarget(
             name: "LiveGateDaemonTests",
             dependencies: [
-                "LiveGateDaemon", "LiveGateProtocol", "LiveSDK", "LiveCloudAPI", "LiveJSON",
+                "LiveGateDaemon", "LiveGateConfig", "LiveGateProtocol", "LiveSDK", "LiveCloudAPI", "LiveJSON",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings

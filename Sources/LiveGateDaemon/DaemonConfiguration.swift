@@ -1,5 +1,6 @@
 // Licensed under the Apache License, Version 2.0.
 
+import LiveGateConfig
 import LiveSDK
 import Logging
 import NIOCore

@@ -2,6 +2,7 @@
 
 import ArgumentParser
 import Foundation
+import LiveGateConfig
 import LiveGateDaemon
 import LiveGateProtocol
 import LiveGateSystemd

@@ -1,6 +1,7 @@
 // Licensed under the Apache License, Version 2.0.
 
 import Foundation
+import LiveGateConfig
 import LiveGateSystemd
 import LiveSDK
 import Logging

@@ -19,7 +19,7 @@ public struct ConfigFile: Sendable, Equatable {
     /// `event-loops`: threads serving clients (read at start); `nil`: `auto` (``DaemonConfiguration/eventLoops``).
     public var eventLoops: Int?
     public var logLevel: Logger.Level?
-    public var limits = ReloadableSettings.Limits()
+    public var limits = ConnectionLimits()
     public var policy = AccessPolicy()
 
     public init() {}

@@ -46,12 +46,12 @@ public struct AccessPolicy: Sendable, Equatable {
     }
 
     /// Resolves a comma-separated list of user names or numeric ids.
-    static func users(_ list: String) throws(ConfigError) -> Set<UInt32> {
+    public static func users(_ list: String) throws(ConfigError) -> Set<UInt32> {
         try resolve(list, kind: "user") { name in getpwnam(name).map { $0.pointee.pw_uid } }
     }
 
     /// Resolves a comma-separated list of group names or numeric ids.
-    static func groups(_ list: String) throws(ConfigError) -> Set<UInt32> {
+    public static func groups(_ list: String) throws(ConfigError) -> Set<UInt32> {
         try resolve(list, kind: "group") { name in getgrnam(name).map { $0.pointee.gr_gid } }
     }
 
