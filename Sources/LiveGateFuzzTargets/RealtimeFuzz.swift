@@ -1,0 +1,18 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Foundation
+import LiveCloudAPI
+import LiveJSON
+
+/// A message of the cloud's realtime socket through both decoders the engine uses (LiveJSON's, then
+/// Foundation's for what it refuses). Must hold: neither crashes, and where both decode, they agree.
+enum RealtimeFuzz {
+    static func run(_ bytes: [UInt8]) throws(FuzzViolation) {
+        guard let text = String(validating: bytes, as: UTF8.self) else { return }
+        let fast = try? JSONValue.parse(text, as: RealtimeServerMessage.self)
+        let foundation = try? JSONDecoder().decode(RealtimeServerMessage.self, from: Data(bytes))
+        if let fast, let foundation {
+            try check(fast == foundation, "the decoders disagree: \(fast) against \(foundation)")
+        }
+    }
+}
