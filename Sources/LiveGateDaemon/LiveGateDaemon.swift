@@ -69,6 +69,7 @@ public struct LiveGateDaemon: Sendable {
             ReloadService(context: context, signals: hangups, logger: logger),
             IPCServer(context: context, logger: logger),
             SystemdStatusService(context: context, logger: logger),
+            MemoryTrimService(logger: logger),
         ]
     }
 }

@@ -45,6 +45,11 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Items of the query result read by index from the engine's cache (engine figures; 0 skips it).") var resultItems = 100_000
     @Flag(help: "Only livegate-cloud itself: writes and realtime delivery, on SQLite and (with --postgres) PostgreSQL.") var cloudOnly = false
     @Option(help: "A PostgreSQL database URL for the cloud figures (scripts/bench-cloud starts a private server).") var postgres: String?
+    @Option(
+        help:
+            "Only the burst memory run: this many bursts of --rate updates/s for --seconds to the largest --subscribers count, the daemon's RSS before, at peak and 10 s after each."
+    )
+    var burstMemory: Int?
 
     func run() async throws {
         measureChangeSets()
@@ -79,6 +84,10 @@ struct Bench: AsyncParsableCommand {
         var rows: [Row] = []
         let daemon = try await startDaemon(directory: directory + "/d1", cloudURL: "http://127.0.0.1:\(port)", bin: bin)
         defer { daemon.stop() }
+        if let burstMemory {
+            try await measureBurstMemory(daemon, subscribers: counts.max() ?? 1000, bursts: burstMemory) { _ = cloud.publish() }
+            return
+        }
         var redis: Child?
         if !skipRedis {
             redis = try Child(
