@@ -101,16 +101,7 @@ struct Bench: AsyncParsableCommand {
         defer { redis?.stop() }
 
         for count in counts {
-            let greeting =
-                #"{"jsonrpc":"2.0","id":1,"method":"hello","params":{"client":"bench","protocol":1}}"# + "\n"
-                + #"{"jsonrpc":"2.0","id":2,"method":"object.observe","params":{"collection":"bench","id":"o1"}}"# + "\n"
-            let pool = try await SubscriberPool.connect(
-                count: count,
-                socketPath: daemon.socket,
-                greeting: greeting,
-                readyMarker: #""dataStatus":"fresh""#
-            )
-            try await waitUntil("\(count) daemon subscribers ready") { pool.readyCount == count }
+            let pool = try await connectSubscribers(count, to: daemon)
             say("  \(count) subscribers connected to livegated")
             rows.append(try await measure("livegated", pool: pool, burst: burst, rate: rate, process: daemon.child) { cloud.publish() })
             await pool.close()
@@ -413,6 +404,21 @@ struct Bench: AsyncParsableCommand {
     }
 
     // MARK: Processes
+
+    /// `count` clients of `daemon`, each observing the object the load cloud publishes, once all have it fresh.
+    func connectSubscribers(_ count: Int, to daemon: DaemonProcess) async throws -> SubscriberPool {
+        let greeting =
+            #"{"jsonrpc":"2.0","id":1,"method":"hello","params":{"client":"bench","protocol":1}}"# + "\n"
+            + #"{"jsonrpc":"2.0","id":2,"method":"object.observe","params":{"collection":"bench","id":"o1"}}"# + "\n"
+        let pool = try await SubscriberPool.connect(
+            count: count,
+            socketPath: daemon.socket,
+            greeting: greeting,
+            readyMarker: #""dataStatus":"fresh""#
+        )
+        try await waitUntil("\(count) daemon subscribers ready") { pool.readyCount == count }
+        return pool
+    }
 
     struct DaemonProcess {
         let child: Child

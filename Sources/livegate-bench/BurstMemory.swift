@@ -9,16 +9,7 @@ extension Bench {
     /// 100 ms) and 10 s after it, against the RSS before the first burst; then the RSS 10 s after the clients
     /// left.
     func measureBurstMemory(_ daemon: DaemonProcess, subscribers count: Int, bursts: Int, publish: @escaping @Sendable () -> Void) async throws {
-        let greeting =
-            #"{"jsonrpc":"2.0","id":1,"method":"hello","params":{"client":"bench","protocol":1}}"# + "\n"
-            + #"{"jsonrpc":"2.0","id":2,"method":"object.observe","params":{"collection":"bench","id":"o1"}}"# + "\n"
-        let pool = try await SubscriberPool.connect(
-            count: count,
-            socketPath: daemon.socket,
-            greeting: greeting,
-            readyMarker: #""dataStatus":"fresh""#
-        )
-        try await waitUntil("\(count) daemon subscribers ready") { pool.readyCount == count }
+        let pool = try await connectSubscribers(count, to: daemon)
         try await Task.sleep(for: .seconds(3))
         let baseline = daemon.child.residentKiB
         say("burst memory: \(count) subscribers, \(bursts) bursts of \(rate) updates/s for \(seconds) s, 10 s quiet after each")
