@@ -192,7 +192,11 @@ let package = Package(
         // Tests.
         .testTarget(name: "LiveGateProtocolTests", dependencies: ["LiveGateProtocol"], swiftSettings: swiftSettings),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["LiveGateFuzzTargets"], swiftSettings: swiftSettings),
-        .testTarget(name: "LiveSDKTests", dependencies: ["LiveSDK", "LiveCloudAPI", "LiveChangeSet", "LiveJSON"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "LiveSDKTests",
+            dependencies: ["LiveSDK", "LiveCloudAPI", "LiveChangeSet", "LiveJSON", .product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "LiveGateDaemonTests",
             dependencies: [

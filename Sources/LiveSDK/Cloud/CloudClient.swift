@@ -6,6 +6,7 @@ import LiveCloudAPI
 import LiveJSON
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 
 /// The cloud's REST API, as the engine uses it. Every failure becomes a ``LiveError``; no credential or
 /// token ever appears in an error message.
@@ -139,8 +140,20 @@ struct CloudClient: Sendable {
             let bytes = try await response.body.collect(upTo: 64 << 20)
             return (response.status, bytes)
         } catch {
-            throw LiveError(code: .cloudUnavailable, message: "the cloud at \(baseURL) could not be reached: \(error)")
+            throw LiveError(code: .cloudUnavailable, message: "the cloud at \(baseURL) could not be reached: \(Self.reason(error))")
         }
+    }
+
+    /// Why a call did not reach the cloud, as a person reads it: the system's words for a socket error
+    /// ("Connection refused"), not NIO's description of where it was raised.
+    static func reason(_ error: any Error) -> String {
+        if let error = error as? IOError { return String(cString: strerror(error.errnoCode)) }
+        if let error = error as? NIOConnectionError {
+            if let first = error.connectionErrors.first { return reason(first.error) }
+            if let dns = error.dnsAAAAError ?? error.dnsAError { return "the name \(error.host) could not be resolved (\(dns))" }
+        }
+        if let error = error as? ChannelError, case .connectTimeout = error { return "the connection timed out" }
+        return "\(error)"
     }
 
     private static func decode<T: Decodable>(_ type: T.Type, from body: ByteBuffer, what: String) throws(LiveError) -> T {
