@@ -144,6 +144,10 @@ public struct RealtimeServerMessage: Codable, Sendable, Equatable {
     public var topic: Topic?
     /// On `event` of an object or collection topic: the entity as stored after the write.
     public var entity: Entity?
+    /// On `event` of an object, collection or query topic: the object's data before the write; absent when
+    /// it did not exist (or was deleted). A subscriber holding part of a query's result counts with it
+    /// whether the write made the object join or leave the result.
+    public var previous: JSONValue?
     /// On `event` of a stream topic: the message.
     public var streamMessage: StreamMessage?
     /// On a `subscribe`'s `ack`: true when `since` was older than the event log keeps (or newer than any
@@ -161,6 +165,7 @@ public struct RealtimeServerMessage: Codable, Sendable, Equatable {
         seq: Int64? = nil,
         topic: Topic? = nil,
         entity: Entity? = nil,
+        previous: JSONValue? = nil,
         streamMessage: StreamMessage? = nil,
         resync: Bool? = nil,
         replayed: Int? = nil
@@ -172,6 +177,7 @@ public struct RealtimeServerMessage: Codable, Sendable, Equatable {
         self.seq = seq
         self.topic = topic
         self.entity = entity
+        self.previous = previous
         self.streamMessage = streamMessage
         self.resync = resync
         self.replayed = replayed
@@ -184,8 +190,8 @@ public struct RealtimeServerMessage: Codable, Sendable, Equatable {
     public static func error(ref: Int64?, code: CloudErrorCode, message: String, topic: Topic? = nil) -> Self {
         Self(op: .error, ref: ref, code: code, message: message, topic: topic)
     }
-    public static func event(seq: Int64, topic: Topic, entity: Entity) -> Self {
-        Self(op: .event, seq: seq, topic: topic, entity: entity)
+    public static func event(seq: Int64, topic: Topic, entity: Entity, previous: JSONValue? = nil) -> Self {
+        Self(op: .event, seq: seq, topic: topic, entity: entity, previous: previous)
     }
     public static func event(seq: Int64, topic: Topic, message: StreamMessage) -> Self {
         Self(op: .event, seq: seq, topic: topic, streamMessage: message)

@@ -67,6 +67,34 @@ import Testing
         #expect(try await cluster.stats().fetches["notes/r2"] == 2, "the log no longer reached back: fetched again")
     }
 
+    @Test func aReobservationThatMissedVersionsGetsAResyncNoticeFirst() async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        let token = try await cluster.login()
+        try await cluster.put("notes", "g1", ["v": 1], token: token)
+        try await observeOnce(cluster, "g1")
+        #expect(cluster.stopDaemon() == 0)
+        // While the daemon is away, the client's v1 becomes v3: v2 is never seen by anyone here.
+        try await cluster.put("notes", "g1", ["v": 2], token: token)
+        try await cluster.put("notes", "g1", ["v": 3], token: token)
+        try await cluster.startDaemon()
+        let seen = try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "checkpoint") { daemon in
+            let queue = Queue(try await daemon.observeObject(collection: "notes", id: "g1", sinceVersion: 1).changes)
+            return try await elements(queue, until: "v3") { $0.snapshot?.version == 3 && $0.dataStatus == .fresh }
+        }
+        #expect(seen.first?.resync == true && seen.first?.snapshot == nil, "the skip is told before it: \(seen)")
+        #expect(!seen.contains { ($0.snapshot?.version ?? 2) <= 1 }, "nothing at or below sinceVersion: \(seen)")
+
+        // Re-observed from the version it has, the next one: no notice.
+        try await cluster.put("notes", "g1", ["v": 4], token: token)
+        let next = try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "checkpoint") { daemon in
+            let queue = Queue(try await daemon.observeObject(collection: "notes", id: "g1", sinceVersion: 3).changes)
+            return try await elements(queue, until: "v4") { $0.snapshot?.version == 4 && $0.dataStatus == .fresh }
+        }
+        #expect(!next.contains { $0.resync == true }, "\(next)")
+    }
+
     /// How many times the cloud answered a query of `collection`.
     func queryFetches(_ cluster: TestCluster, _ collection: String) async throws -> Int {
         try await cluster.stats().fetches.filter { $0.key.hasPrefix("query:") && $0.key.contains(#""collection":"\#(collection)""#) }

@@ -22,9 +22,10 @@ struct LiveCollectionStateTests {
         )
     }
 
-    /// A window holding a, b, c (ranks 10, 20, 30); `hasNext` as given.
+    /// A window holding a, b, c (ranks 10, 20, 30): a page of 3 of a result of 10 (`hasNext`), or the whole
+    /// result in a page of 5.
     static func started(hasNext: Bool) -> LiveCollectionState {
-        var state = LiveCollectionState(window: CollectionWindow(query: query, pageSize: 3))
+        var state = LiveCollectionState(window: CollectionWindow(query: query, pageSize: hasNext ? 3 : 5))
         _ = state.started(cached: nil, fetching: true)
         _ = state.fetchSucceeded(
             items: [entity("a", rank: 10), entity("b", rank: 20), entity("c", rank: 30)],
@@ -110,14 +111,36 @@ struct LiveCollectionStateTests {
 
     @Test func changesPastTheWindowStayOutWhilePagesFollow() throws {
         var state = Self.started(hasNext: true)
-        // Past the last item while more pages follow: not in the window, but counted.
-        let outsideEmission = state.remoteChanged(Self.entity("y", rank: 99))
+        // Past the last item while more pages follow: not in the window, but counted (its collection topic's
+        // event says it did not exist before).
+        let outsideEmission = state.remoteChanged(Self.entity("y", rank: 99), previous: .some(nil))
         let outside = try #require(outsideEmission)
         #expect(outside.items.map(\.id) == ["a", "b", "c"] && outside.changes.isEmpty && outside.count == 11)
-        // Inside the window's range: in.
-        let insideEmission = state.remoteChanged(Self.entity("w", rank: 25))
+        // The same write heard again (its object topic) changes nothing.
+        #expect(state.remoteChanged(Self.entity("y", rank: 99)) == nil)
+        // Inside the window's range: in, and the page's last item is pushed out (more follows).
+        let insideEmission = state.remoteChanged(Self.entity("w", rank: 25), previous: .some(nil))
         let inside = try #require(insideEmission)
-        #expect(inside.items.map(\.id) == ["a", "b", "w", "c"])
+        #expect(inside.items.map(\.id) == ["a", "b", "w"] && inside.hasNext && inside.count == 12)
+        // Beyond the window, y leaves the filter: counted out; nothing in the window changed.
+        let leftEmission = state.remoteChanged(Self.entity("y", rank: 99, channel: "c2", version: 2), previous: .some(["channel": "c1", "rank": 99]))
+        let left = try #require(leftEmission)
+        #expect(left.items.map(\.id) == ["a", "b", "w"] && left.count == 11)
+        #expect(!state.needsRefill)
+        // An item of the window leaves: the window holds less than its page while more follows, so it asks for
+        // a refill.
+        _ = state.remoteChanged(Self.entity("a", rank: 10, version: 2, deleted: true), previous: .some(["channel": "c1", "rank": 10]))
+        #expect(state.current.items.map(\.id) == ["b", "w"] && state.current.count == 10)
+        #expect(state.needsRefill)
+    }
+
+    @Test func aCachedResultComesBackInTheQuerysOrderWithoutItemsThatNoLongerMatch() throws {
+        var state = LiveCollectionState(window: CollectionWindow(query: Self.query, pageSize: 5))
+        // The stored ids with the cache's newer copies: b moved before a, c left the filter.
+        let cached = [Self.entity("a", rank: 10), Self.entity("b", rank: 5, version: 2), Self.entity("c", rank: 30, channel: "c2", version: 2)]
+        let startedEmission = state.started(cached: (items: cached, count: 3, hasNext: false, hasPrevious: false), fetching: true)
+        let started = try #require(startedEmission)
+        #expect(started.items.map(\.id) == ["b", "a"] && started.count == 2 && started.dataStatus == .local)
     }
 
     @Test func resyncNoticePrecedesTheFullState() throws {

@@ -95,7 +95,7 @@ enum LoggedEvent: Sendable, Equatable {
 
     func serverMessage(seq: Int64, topic: Topic) -> RealtimeServerMessage {
         switch self {
-        case .entity(let entity, _): .event(seq: seq, topic: topic, entity: entity)
+        case .entity(let entity, let previous): .event(seq: seq, topic: topic, entity: entity, previous: previous)
         case .message(let message): .event(seq: seq, topic: topic, message: message)
         case .aclChanged(let stream, let user, _):
             .error(ref: nil, code: .forbidden, message: "the access list of \(user) on \(stream) changed", topic: topic)

@@ -27,6 +27,10 @@ final class ObjectTopic: Sendable {
         /// A re-observation's last version seen: no snapshot of this version or older is sent again (a resync
         /// notice is, and so is a deletion).
         let sinceVersion: Int64?
+        /// A re-observation whose first snapshot is yet to come: when that one is not the version right after
+        /// `sinceVersion`, the versions between were missed (the daemon restarted, or the token's previous
+        /// life ended, while the object changed), and a resync notice goes first.
+        var checksSinceGap: Bool
         /// Called when a once-token has fired, so its connection forgets it.
         let onFinished: @Sendable () -> Void
 
@@ -48,7 +52,28 @@ final class ObjectTopic: Sendable {
             self.filter = ObserverFilter(options: options)
             self.stateless = filter.isStateless
             self.sinceVersion = sinceVersion
+            self.checksSinceGap = sinceVersion != nil && !options.once
             self.onFinished = onFinished
+        }
+
+        /// The resync notice to send before `change` (the first this token is sent), if the versions between
+        /// its `sinceVersion` and the change's were missed; clears the check either way. Per token, once per
+        /// re-observation: not on the hot path.
+        mutating func gapNotice(before change: LiveObjectChange) -> ByteBuffer? {
+            guard checksSinceGap else { return nil }
+            checksSinceGap = false
+            guard let sinceVersion, !change.resync, let version = change.snapshot?.version, version > sinceVersion + 1,
+                !change.pendingWrites
+            else { return nil }
+            let notice = ObjectChangedBody(
+                snapshot: nil,
+                dataStatus: LiveGateProtocol.DataStatus(rawValue: change.dataStatus.rawValue) ?? .error,
+                loadingStatus: .loading,
+                error: nil,
+                resync: true,
+                pendingWrites: nil
+            )
+            return try? NotificationFrame.body(notice)
         }
 
         /// Whether the token receives `change`.

@@ -112,6 +112,9 @@ final class ObjectTopicShare: Sendable {
                 case .deliver: break
                 case .add(let id, var subscriber, let last):
                     if let last, subscriber.admits(last.change) {
+                        if let notice = subscriber.gapNotice(before: last.change) {
+                            subscriber.outbox.offerOnLoop(token: subscriber.token, prefix: subscriber.prefix, body: notice)
+                        }
                         subscriber.outbox.offerOnLoop(token: subscriber.token, prefix: subscriber.prefix, body: last.body)
                     }
                     if subscriber.filter.finished {
@@ -154,6 +157,9 @@ final class ObjectTopicShare: Sendable {
                 }
             }
             guard !admitted.isEmpty else { continue }
+            if table.values[index].checksSinceGap, let notice = table.values[index].gapNotice(before: changes[admitted[0]]) {
+                table.values[index].outbox.offerOnLoop(token: table.values[index].token, prefix: table.values[index].prefix, body: notice)
+            }
             // Fields read in place (a `let` copy of the subscriber would count its references again).
             table.values[index].outbox.offerOnLoop(
                 token: table.values[index].token,

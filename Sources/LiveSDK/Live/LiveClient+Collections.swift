@@ -1,6 +1,7 @@
 // Licensed under the Apache License, Version 2.0.
 
 import LiveCloudAPI
+import LiveJSON
 import Logging
 import Synchronization
 
@@ -166,6 +167,7 @@ extension LiveClient {
             guard let observation = collectionObservations[window] else { continue }
             observation.apply { $0.caughtUp() }
             await storeWindow(window, observation)
+            if observation.needsRefill { commandSink.yield(.refillCollection(window)) }
         }
     }
 
@@ -252,7 +254,10 @@ extension LiveClient {
 
     /// Fetches the window; on failure retries with backoff for as long as it is observed. One fetch per
     /// window at a time; a refresh asked for while one runs makes it fetch once more.
-    func refreshCollection(_ window: CollectionWindow) async {
+    ///
+    /// - Parameter quiet: a refill (items left a window that holds part of the result): observers see the
+    ///   refilled window, without a `loading` state before it. So does a fetch made once more.
+    func refreshCollection(_ window: CollectionWindow, quiet: Bool = false) async {
         guard let observation = collectionObservations[window] else { return }
         guard !collectionFetching.contains(window) else {
             collectionRefetchWanted.insert(window)
@@ -264,10 +269,12 @@ extension LiveClient {
             changesDuringCollectionFetch[window] = nil
         }
         var failures = 0
+        var again = false
         while collectionObservations[window] === observation {
             collectionRefetchWanted.remove(window)
             changesDuringCollectionFetch[window] = []
-            observation.apply { $0.fetchStarted() }
+            if !(quiet || again) || failures > 0 { observation.apply { $0.fetchStarted() } }
+            again = true
             // The topic is subscribed: every event after this number reaches the window, during the fetch
             // too, so the stored result is as of it (a replay from it later re-applies some, harmlessly).
             let seq = await realtime.lastSeq(of: .collection(window.query.collection))
@@ -309,8 +316,10 @@ extension LiveClient {
         hasNext: Bool,
         hasPrevious: Bool
     ) {
-        observation.apply { $0.fetchSucceeded(items: items, count: count, hasNext: hasNext, hasPrevious: hasPrevious) }
-        for entity in changesDuringCollectionFetch[window] ?? [] { observation.apply { $0.remoteChanged(entity) } }
+        let meanwhile = changesDuringCollectionFetch[window] ?? []
+        observation.apply {
+            $0.fetchSucceeded(items: items, count: count, hasNext: hasNext, hasPrevious: hasPrevious, changedMeanwhile: meanwhile)
+        }
     }
 
     /// Reads the window from the cloud: as many pages of up to 100 as it holds, from its anchor.
@@ -377,10 +386,24 @@ extension LiveClient {
     }
 
     /// A change of an entity (realtime, or a write from this host) reaches every window of its collection.
-    func collectionsChanged(_ entity: Entity) {
+    ///
+    /// - Parameter previous: for an event of the collection's topic, the object's data before the write
+    ///   (`.some(nil)`: it did not exist), which keeps each window's `count` exact (see
+    ///   ``LiveCollectionState/remoteChanged(_:previous:)``).
+    func collectionsChanged(_ entity: Entity, previous: JSONValue?? = nil) {
         for (window, observation) in collectionObservations where window.query.collection == entity.collection {
-            observation.apply { $0.remoteChanged(entity) }
-            changesDuringCollectionFetch[window]?.append(entity)
+            observation.apply { $0.remoteChanged(entity, previous: previous) }
+            if changesDuringCollectionFetch[window] != nil {
+                changesDuringCollectionFetch[window]?.append(entity)
+                // Whether the fetch's count includes this write is unknown: a window holding part of the result
+                // fetches once more, quietly, when the write changed the count.
+                if let previous, LiveCollectionState.countChange(of: window.query, entity, previous: previous) != 0 {
+                    let partial = observation.confirmed.hasNext || observation.confirmed.hasPrevious
+                    if partial { collectionRefetchWanted.insert(window) }
+                }
+            } else if observation.needsRefill, !collectionsCatchingUp.contains(window) {
+                commandSink.yield(.refillCollection(window))
+            }
         }
         for (query, index) in resultIndexes where query.collection == entity.collection { index.enqueue(.changed(entity)) }
     }

@@ -196,7 +196,7 @@ extension LiveClient {
         guard !writes.isEmpty else { return nil }
         let stored = try await cache.entity(key)
         let base = stored?.deleted == true ? nil : stored
-        return .some(writes.reduce(base) { $1.write.applied(to: $0, key: key) })
+        return .some(writes.reduce(base) { $1.write.applied(to: $0, key: key, confirmedVersion: stored?.version ?? 0) })
     }
 
     /// Every pending write of the collection, as the overlay of its object (for a window that opens while
@@ -220,7 +220,7 @@ extension LiveClient {
     private func releaseHeldChanges() async {
         while !heldDuringWrite.isEmpty {
             let held = heldDuringWrite.removeFirst()
-            await applyRemoteChange(held.entity, seq: held.seq, topic: held.topic)
+            await applyRemoteChange(held.entity, seq: held.seq, topic: held.topic, previous: held.previous)
         }
         writeInFlight = nil
     }

@@ -113,7 +113,7 @@ public actor LiveClient {
     var finishedWrites: [Int64: Result<Entity, any Error>] = [:]
     /// The object whose write is being sent, and the realtime changes of it that arrived meanwhile.
     var writeInFlight: EntityKey?
-    var heldDuringWrite: [(seq: Int64, topic: Topic, entity: Entity)] = []
+    var heldDuringWrite: [(seq: Int64, topic: Topic, entity: Entity, previous: JSONValue?)] = []
     /// Objects whose subscription resumed from a checkpoint, until its replay is over.
     var awaitingCatchUp: Set<EntityKey> = []
     /// Checkpoints per object topic: the last written (and when), and newer ones not written yet.
@@ -131,6 +131,8 @@ public actor LiveClient {
         case release(EntityKey)
         case activateCollection(CollectionWindow)
         case refreshCollection(CollectionWindow)
+        /// Items left a window holding part of the result: fetch it again, quietly (see ``LiveCollectionState/needsRefill``).
+        case refillCollection(CollectionWindow)
         case extendCollection(CollectionWindow)
         case releaseCollection(CollectionWindow)
     }
@@ -192,6 +194,8 @@ public actor LiveClient {
                     group.addTask { await self.activateCollection(window) }
                 case .refreshCollection(let window):
                     group.addTask { await self.refreshCollection(window) }
+                case .refillCollection(let window):
+                    group.addTask { await self.refreshCollection(window, quiet: true) }
                 case .extendCollection(let window):
                     group.addTask { await self.extendCollection(window) }
                 case .releaseCollection(let window):
@@ -427,15 +431,15 @@ public actor LiveClient {
         case .subscriptionRefused(let topic, let code, let message):
             if case .collection = topic { feedEvent(topic, .error(LiveError(subscriptionRefusal: code, message: message, topic: topic))) }
             if case .stream = topic { streamEvent(topic, .error(LiveError(subscriptionRefusal: code, message: message, topic: topic))) }
-        case .entityChanged(let seq, let topic, let entity):
+        case .entityChanged(let seq, let topic, let entity, let previous):
             if case .collection = topic { feedEvent(topic, .next(entity, seq: seq)) }
             if writeInFlight == entity.key {
                 // Most likely the echo of the write being sent: held until the cloud's answer is applied, so
                 // observers see pending → confirmed whatever order the answer and the event arrive in.
-                heldDuringWrite.append((seq, topic, entity))
+                heldDuringWrite.append((seq, topic, entity, previous))
                 return
             }
-            await applyRemoteChange(entity, seq: seq, topic: topic)
+            await applyRemoteChange(entity, seq: seq, topic: topic, previous: previous)
         case .caughtUp(let topic):
             if case .collection(let collection) = topic { await collectionsCaughtUp(collection) }
             guard case .object(let key) = topic, awaitingCatchUp.remove(key) != nil else { return }
@@ -445,14 +449,21 @@ public actor LiveClient {
 
     /// A change made elsewhere: into the cache (with the checkpoint of its object topic: the event carries the
     /// whole entity, so the cache is then as of that event), then to the object's observers and the windows.
-    func applyRemoteChange(_ entity: Entity, seq: Int64, topic: Topic) async {
+    ///
+    /// A collection topic's events (each heard once, in order, with the object's data before the write) also
+    /// count whether the object joined or left each window's query, beyond the window too.
+    func applyRemoteChange(_ entity: Entity, seq: Int64, topic: Topic, previous: JSONValue?) async {
         do {
             try cache.storeNow(entity, checkpoint: checkpointDue(topic, seq))
         } catch {
             logCacheFailure(error, ["key": "\(entity.key)"])
         }
         observations[entity.key]?.apply { $0.remoteChanged(entity) }
-        collectionsChanged(entity)
+        if case .collection = topic {
+            collectionsChanged(entity, previous: .some(previous))
+        } else {
+            collectionsChanged(entity)
+        }
         await cacheStored(1, fromRealtime: true)
     }
 

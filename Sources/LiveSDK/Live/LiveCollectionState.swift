@@ -2,6 +2,7 @@
 
 import LiveChangeSet
 import LiveCloudAPI
+import LiveJSON
 
 /// Which end of a query's result a collection window starts from.
 public enum CollectionAnchor: String, Sendable, Codable, Hashable {
@@ -189,6 +190,18 @@ public struct LiveCollectionState: Sendable {
                 next.pendingIDs.insert(id)
             }
         }
+        let excess = next.items.count - window.itemLimit
+        if excess > 0 {
+            switch window.anchor {
+            case .first:
+                next.items.removeLast(excess)
+                next.hasNext = true
+            case .last:
+                next.items.removeFirst(excess)
+                next.hasPrevious = true
+            }
+            next.pendingIDs.formIntersection(next.items.map(\.id))
+        }
         next.changes = Self.changes(from: current.items, to: next.items)
         guard force || !next.hasSameStatuses(as: current) || !next.changes.isEmpty || next.resync || next.pendingIDs != current.pendingIDs else {
             return nil
@@ -200,17 +213,25 @@ public struct LiveCollectionState: Sendable {
     }
 
     /// The observation starts, from the cached result if there is one.
+    ///
+    /// The cached result is its ids with the cache's newest copy of each object, which may be newer than the
+    /// result (the object's topic, or another window, stored it since): they are put back in the query's order,
+    /// and those that no longer match leave, so that even the cached window is one the query could give.
     public mutating func started(cached: (items: [Entity], count: Int, hasNext: Bool, hasPrevious: Bool)?, fetching: Bool)
         -> LiveCollectionChange?
     {
         hasStarted = true
         var next = confirmed
         if let cached {
-            next.items = cached.items
+            let query = window.query
+            next.items = cached.items.filter(query.matches).sorted {
+                query.areInIncreasingOrder(query.position(of: $0), query.position(of: $1))
+            }
             next.count = cached.count
             next.hasNext = cached.hasNext
             next.hasPrevious = cached.hasPrevious
             next.dataStatus = .local
+            keepToItsPages(&next)
         }
         next.loadingStatus = fetching ? .loading : .notLoading
         return emit(next, force: true)
@@ -243,7 +264,15 @@ public struct LiveCollectionState: Sendable {
         return emit(next)
     }
 
-    public mutating func fetchSucceeded(items: [Entity], count: Int, hasNext: Bool, hasPrevious: Bool) -> LiveCollectionChange? {
+    /// A fetch's outcome, with the realtime changes that arrived while it ran applied over it (a fetch that
+    /// read older data never wins over a newer event): one emission, so observers never see the older data.
+    public mutating func fetchSucceeded(
+        items: [Entity],
+        count: Int,
+        hasNext: Bool,
+        hasPrevious: Bool,
+        changedMeanwhile: [Entity] = []
+    ) -> LiveCollectionChange? {
         var next = confirmed
         next.items = items
         next.count = count
@@ -252,7 +281,14 @@ public struct LiveCollectionState: Sendable {
         next.dataStatus = .fresh
         next.loadingStatus = .loaded
         next.error = nil
-        return emit(next)
+        guard !changedMeanwhile.isEmpty else { return emit(next) }
+        let wasCatchingUp = catchingUp
+        catchingUp = true
+        confirmed = next
+        for entity in changedMeanwhile { _ = remoteChanged(entity) }
+        keepToItsPages(&confirmed)
+        catchingUp = wasCatchingUp
+        return emit(confirmed)
     }
 
     public mutating func fetchFailed(_ error: LiveError) -> LiveCollectionChange? {
@@ -272,33 +308,79 @@ public struct LiveCollectionState: Sendable {
     }
 
     /// A realtime change of an entity of the collection.
-    public mutating func remoteChanged(_ entity: Entity) -> LiveCollectionChange? {
+    ///
+    /// - Parameter previous: for an event of the collection's topic (heard once per write, in order), the
+    ///   object's data before the write (`.some(nil)`: it did not exist): whether the write made it join or
+    ///   leave the query's result, beyond the window too, keeps `count` exact. `nil` for the same write heard
+    ///   again (on its object topic, or as a write's confirmation): it only places the entity.
+    public mutating func remoteChanged(_ entity: Entity, previous: JSONValue?? = nil) -> LiveCollectionChange? {
         guard hasStarted, entity.collection == window.query.collection else { return nil }
         let query = window.query
-        var items = confirmed.items
-        let oldIndex = items.firstIndex { $0.id == entity.id }
-        if let oldIndex {
-            guard items[oldIndex].version < entity.version else { return nil }
-            items.remove(at: oldIndex)
-        }
-        let matches = query.matches(entity)
-        if matches, let index = place(entity, in: items, hasNext: confirmed.hasNext, hasPrevious: confirmed.hasPrevious) {
-            items.insert(entity, at: index)
-        }
         var next = confirmed
-        next.items = items
-        if !confirmed.hasNext && !confirmed.hasPrevious {
-            next.count = items.count
-        } else if oldIndex != nil && !matches {
-            next.count -= 1
-        } else if oldIndex == nil && matches && entity.version == 1 {
-            next.count += 1
+        let oldIndex = next.items.firstIndex { $0.id == entity.id }
+        let isNews = oldIndex.map { next.items[$0].version < entity.version } ?? true
+        if isNews {
+            if let oldIndex { next.items.remove(at: oldIndex) }
+            if query.matches(entity), let index = place(entity, in: next.items, hasNext: next.hasNext, hasPrevious: next.hasPrevious) {
+                next.items.insert(entity, at: index)
+            }
         }
+        if let previous {
+            next.count += Self.countChange(of: query, entity, previous: previous)
+        } else if !isNews {
+            return nil
+        }
+        keepToItsPages(&next, counted: previous != nil)
         if catchingUp {
             confirmed = next
             confirmed.changes = ChangeSet()
             return nil
         }
         return emit(next)
+    }
+
+    /// How a write changes the number of objects matching `query`: +1 when `entity` joined the result, -1
+    /// when it left (deletions included), 0 otherwise. `previous`: its data before the write.
+    public static func countChange(of query: CollectionQuery, _ entity: Entity, previous: JSONValue?) -> Int {
+        var before = entity
+        before.deleted = previous == nil
+        before.data = previous ?? [:]
+        return (query.matches(entity) ? 1 : 0) - (query.matches(before) ? 1 : 0)
+    }
+
+    /// Whether the window holds fewer items than its pages while more of the result lies beyond (items left
+    /// it): a fetch of the window refills it.
+    public var needsRefill: Bool {
+        confirmed.items.count < window.itemLimit && (confirmed.hasNext || confirmed.hasPrevious)
+    }
+
+    /// A window holds its pages' worth of the result, no more: an item that arrived pushes the farthest one
+    /// out (more then follows); when it holds the whole result, `count` is its size and nothing follows.
+    ///
+    /// - Parameter counted: whether `count` is as of this change. A write heard first on its object topic
+    ///   (or as a confirmation) is placed before its collection topic's event counts it: until then, the
+    ///   count of a window holding part of the result does not decide whether more follows.
+    private func keepToItsPages(_ change: inout LiveCollectionChange, counted: Bool = true) {
+        let excess = change.items.count - window.itemLimit
+        if excess > 0 {
+            switch window.anchor {
+            case .first:
+                change.items.removeLast(excess)
+                change.hasNext = true
+            case .last:
+                change.items.removeFirst(excess)
+                change.hasPrevious = true
+            }
+        }
+        if change.hasNext || change.hasPrevious {
+            guard counted else { return }
+            if change.count <= change.items.count {
+                change.count = change.items.count
+                change.hasNext = false
+                change.hasPrevious = false
+            }
+        } else {
+            change.count = change.items.count
+        }
     }
 }

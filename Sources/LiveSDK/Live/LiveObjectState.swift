@@ -69,13 +69,16 @@ public enum LiveWrite: Sendable, Equatable {
     case delete
 
     /// What the object looks like after this write, applied locally to `base` (the confirmed state, or the
-    /// state after earlier pending writes): `nil` when it no longer exists. The version stays `base`'s.
-    func applied(to base: Entity?, key: EntityKey) -> Entity? {
+    /// state after earlier pending writes): `nil` when it no longer exists. The version stays `base`'s; an
+    /// object created where none exists gets `confirmedVersion`, the version of its deletion (0 when it never
+    /// existed), so that versions never go back.
+    func applied(to base: Entity?, key: EntityKey, confirmedVersion: Int64) -> Entity? {
         switch self {
         case .delete:
             return nil
         case .replace(let data):
-            var entity = base ?? Entity(collection: key.collection, id: key.id, version: 0, data: data, createdAt: "", updatedAt: "")
+            var entity =
+                base ?? Entity(collection: key.collection, id: key.id, version: confirmedVersion, data: data, createdAt: "", updatedAt: "")
             entity.data = data
             entity.deleted = false
             return entity
@@ -154,10 +157,12 @@ public struct LiveObjectState: Sendable {
     public mutating func started(cached: Entity?, fetching: Bool) -> LiveObjectChange? {
         hasStarted = true
         var next = confirmed
-        if let cached, !cached.deleted {
-            next.snapshot = cached
-            next.dataStatus = .local
-            knownVersion = cached.version
+        if let cached {
+            knownVersion = max(knownVersion, cached.version)
+            if !cached.deleted {
+                next.snapshot = cached
+                next.dataStatus = .local
+            }
         }
         next.loadingStatus = fetching ? .loading : .notLoading
         return commit(next, force: true)
@@ -257,7 +262,7 @@ public struct LiveObjectState: Sendable {
         var visible = next
         if !pending.isEmpty, let key = key ?? next.snapshot?.key {
             var snapshot = next.snapshot
-            for (_, write) in pending { snapshot = write.applied(to: snapshot, key: key) }
+            for (_, write) in pending { snapshot = write.applied(to: snapshot, key: key, confirmedVersion: knownVersion) }
             visible.snapshot = snapshot
             visible.dataStatus = snapshot == nil ? .notExist : (next.dataStatus == .fresh ? .fresh : .local)
             visible.pendingWrites = true

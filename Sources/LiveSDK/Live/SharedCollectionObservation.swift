@@ -76,6 +76,7 @@ final class SharedCollectionObservation: Sendable {
     var current: LiveCollectionChange { inner.withLock { $0.state.current } }
     var confirmed: LiveCollectionChange { inner.withLock { $0.state.confirmedWindow } }
     var hasStarted: Bool { inner.withLock { $0.state.hasStarted } }
+    var needsRefill: Bool { inner.withLock { $0.state.needsRefill } }
 
     /// Applies an event to the state machine and delivers the resulting change, if any, to every observer
     /// (once-observers only their one final change, after which they are dropped).

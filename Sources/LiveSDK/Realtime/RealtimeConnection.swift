@@ -19,7 +19,8 @@ enum RealtimeEvent: Sendable {
     case statusChanged(ConnectionStatus)
     /// An entity changed on a subscribed topic (a write is published on its object topic and on its
     /// collection's topic: subscribed to both, the engine hears it twice).
-    case entityChanged(seq: Int64, topic: Topic, entity: Entity)
+    /// `previous`: the object's data before the write (`nil` when it did not exist).
+    case entityChanged(seq: Int64, topic: Topic, entity: Entity, previous: JSONValue?)
     /// A message arrived on a subscribed stream topic.
     case streamMessage(seq: Int64, topic: Topic, message: StreamMessage)
     /// The cloud refused to subscribe the topic (when it was subscribed on connect, not by ``RealtimeConnection/acquire(_:)``,
@@ -288,7 +289,7 @@ actor RealtimeConnection {
             guard let seq = message.seq, let topic = message.topic else { return }
             if machine.wantedTopics.contains(topic) { lastSeq[topic] = max(lastSeq[topic] ?? 0, seq) }
             if let entity = message.entity {
-                events.yield(.entityChanged(seq: seq, topic: topic, entity: entity))
+                events.yield(.entityChanged(seq: seq, topic: topic, entity: entity, previous: message.previous))
             } else if let streamMessage = message.streamMessage {
                 events.yield(.streamMessage(seq: seq, topic: topic, message: streamMessage))
             }
