@@ -19,7 +19,8 @@ final class TestCluster: Sendable {
     let cloudURL: String
     let socketPath: String
     let notifySocketPath: String
-    private let cloud: Process
+    private let cloud: Mutex<Process>
+    private let cloudPort: Int
     private let daemon: Mutex<Process?>
     private let notifyFD: Int32
     static let username = "alice"
@@ -45,7 +46,8 @@ final class TestCluster: Sendable {
         self.directory = directory
         self.storageArguments = storageArguments
         self.cloudArguments = cloudArguments
-        self.cloud = cloud
+        self.cloud = Mutex(cloud)
+        self.cloudPort = cloudPort
         self.cloudURL = "http://127.0.0.1:\(cloudPort)"
         self.socketPath = directory + "/livegate.sock"
         self.notifySocketPath = directory + "/notify.sock"
@@ -91,10 +93,10 @@ final class TestCluster: Sendable {
 
     /// Starts `livegate-cloud` with `arguments` (after the port, users file and fault injection) and waits
     /// for the port it reports. Its standard error goes to `log` in `directory`.
-    private static func launchCloud(in directory: String, arguments: [String], log: String) async throws -> (Process, Int) {
+    private static func launchCloud(in directory: String, port: Int = 0, arguments: [String], log: String) async throws -> (Process, Int) {
         let cloud = Process()
         cloud.executableURL = URL(fileURLWithPath: binDirectory + "/livegate-cloud")
-        cloud.arguments = ["--port", "0", "--users-file", directory + "/users", "--fault-injection"] + arguments
+        cloud.arguments = ["--port", "\(port)", "--users-file", directory + "/users", "--fault-injection"] + arguments
         let stdout = Pipe()
         cloud.standardOutput = stdout
         FileManager.default.createFile(atPath: directory + "/" + log, contents: nil)
@@ -110,6 +112,20 @@ final class TestCluster: Sendable {
             )
         }
         return (cloud, port)
+    }
+
+    /// Kills the cloud with SIGKILL (no shutdown) and starts it again on the same port and storage.
+    func killAndRestartCloud() async throws {
+        let old = cloud.withLock { $0 }
+        kill(old.processIdentifier, SIGKILL)
+        old.waitUntilExit()
+        let (process, _) = try await Self.launchCloud(
+            in: directory,
+            port: cloudPort,
+            arguments: storageArguments + cloudArguments,
+            log: "cloud-restarted.log"
+        )
+        cloud.withLock { $0 = process }
     }
 
     /// The PostgreSQL database's URL, when the cloud runs on PostgreSQL.
@@ -224,7 +240,7 @@ final class TestCluster: Sendable {
 
     func stop() {
         stopDaemon()
-        for process in [cloud] + otherClouds.withLock({ $0 }) {
+        for process in [cloud.withLock { $0 }] + otherClouds.withLock({ $0 }) {
             if process.isRunning { process.terminate() }
             process.waitUntilExit()
         }

@@ -1,0 +1,277 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Foundation
+import LiveCloudAPI
+import LiveJSON
+import NIOHTTP1
+import Synchronization
+
+/// Random schedules of writes and faults against a real `livegate-cloud` and `livegated`, with clients that
+/// check every notification as it arrives (``CheckerClient``) and, after each phase, that everything settles
+/// on the cloud's data as the checker's own model of queries computes it.
+///
+/// A run is phases of a few seconds: remote writers change items (rank, group, deletions), clients write
+/// through the daemon, page their windows and observe again; one or two faults strike (realtime drops, the
+/// cloud refusing connections or REST calls, the cloud killed and restarted, the daemon killed or stopped and
+/// restarted, a client that stops reading). Then writes and faults stop, and the checker waits for every
+/// token to show the cloud's data, `count` and paging flags exactly, and for the daemon's token count to equal
+/// the tokens the clients hold.
+struct LiveSemanticsChecker {
+    static let collection = "chk"
+    static let groups = ["g1", "g2"]
+
+    enum Fault: String, CaseIterable, Sendable {
+        case realtimeDrop, cloudRefusesRealtime, cloudFailsRequests, cloudKilled, daemonKilled, daemonStopped, slowReader
+    }
+
+    struct Figures: CustomStringConvertible {
+        var phases = 0
+        var faults: [Fault: Int] = [:]
+        var remoteWrites = 0
+        var localWrites = 0
+        var notifications = 0
+        var settleChecks = 0
+        var description: String {
+            let faultText = faults.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue) \($0.value)" }.joined(separator: ", ")
+            return
+                "\(phases) phases, \(faults.values.reduce(0, +)) faults (\(faultText)), \(remoteWrites) remote and \(localWrites) local writes, \(notifications) notifications checked, \(settleChecks) settled states compared"
+        }
+    }
+
+    let seed: UInt64
+    let duration: Duration
+    /// The faults a schedule draws from.
+    var faults: [Fault] = Fault.allCases
+    let itemCount = 30
+
+    func run() async throws -> (Figures, [String], CheckerLog) {
+        var random = SeededGenerator(seed: seed)
+        let retention = Bool.random(using: &random) ? 60 : 100_000
+        let cluster = try await TestCluster.start(cloudArguments: ["--event-retention", "\(retention)"])
+        defer { cluster.stop() }
+        let log = CheckerLog()
+        log.note("seed \(seed), event retention \(retention)")
+        var figures = Figures()
+        let ids = (0..<itemCount).map { "i\($0)" }
+        var remote = try await RemoteWriter(cluster: cluster)
+        for id in ids {
+            try await remote.put(
+                id,
+                ["group": .string(Self.groups.randomElement(using: &random)!), "rank": .number(Double(Int.random(in: 0..<50, using: &random)))]
+            )
+        }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+
+        let clients = (0..<3).map { n -> CheckerClient in
+            var plans: [CheckerClient.Plan] = (0..<3).map { _ in .object(id: ids.randomElement(using: &random)!) }
+            for slot in 0..<2 {
+                let query = CheckedQuery(
+                    group: Bool.random(using: &random) ? Self.groups.randomElement(using: &random) : nil,
+                    descending: Bool.random(using: &random),
+                    pageSize: Int.random(in: 3...12, using: &random)
+                )
+                plans.append(.collection(slot: slot, query))
+            }
+            return CheckerClient(name: "c\(n)", plans: plans, log: log)
+        }
+        for client in clients { try await client.connect(cluster.socketPath) }
+
+        let clock = ContinuousClock()
+        let end = clock.now + duration
+        while clock.now < end || figures.phases == 0 {
+            figures.phases += 1
+            let phase = figures.phases
+            let faults = (0..<Int.random(in: 1...2, using: &random)).map { _ in self.faults.randomElement(using: &random)! }
+            log.note("phase \(phase): \(faults.map(\.rawValue))")
+            let phaseSeed = random.next()
+            let (remoteCount, localCount) = try await runPhase(
+                cluster: cluster,
+                clients: clients,
+                ids: ids,
+                faults: faults,
+                remote: &remote,
+                seed: phaseSeed,
+                log: log
+            )
+            for fault in faults { figures.faults[fault, default: 0] += 1 }
+            figures.remoteWrites += remoteCount
+            figures.localWrites += localCount
+            try await settle(cluster: cluster, clients: clients, remote: &remote, log: log)
+            figures.settleChecks += 1
+            if !log.violations.isEmpty { break }
+        }
+        figures.notifications = log.notifications
+        for client in clients { client.disconnect() }
+        return (figures, log.violations, log)
+    }
+
+    /// One phase: writes and actions for about 2–4 s, the faults striking at random moments within it.
+    private func runPhase(
+        cluster: TestCluster,
+        clients: [CheckerClient],
+        ids: [String],
+        faults: [Fault],
+        remote: inout RemoteWriter,
+        seed: UInt64,
+        log: CheckerLog
+    ) async throws -> (Int, Int) {
+        var random = SeededGenerator(seed: seed)
+        let clock = ContinuousClock()
+        let length = Duration.milliseconds(Int.random(in: 2000...4000, using: &random))
+        let start = clock.now
+        var schedule = faults.map { (at: start + .milliseconds(Int.random(in: 200...1800, using: &random)), fault: $0) }
+            .sorted { $0.at < $1.at }
+        var remoteCount = 0
+        var localCount = 0
+        while clock.now - start < length {
+            if let next = schedule.first, clock.now >= next.at {
+                schedule.removeFirst()
+                try await strike(next.fault, cluster: cluster, clients: clients, random: &random, log: log)
+            }
+            let id = ids.randomElement(using: &random)!
+            switch Int.random(in: 0..<20, using: &random) {
+            case 0:
+                if try await remote.delete(id) { remoteCount += 1 }
+            case 1..<4:
+                let client = clients.randomElement(using: &random)!
+                if client.isConnected {
+                    try? await client.write(
+                        id: id,
+                        group: Self.groups.randomElement(using: &random)!,
+                        rank: Int.random(in: 0..<50, using: &random)
+                    )
+                    localCount += 1
+                }
+            case 4..<6:
+                let client = clients.randomElement(using: &random)!
+                if client.isConnected { try? await client.act(using: &random) }
+            default:
+                let data: JSONValue = [
+                    "group": .string(Self.groups.randomElement(using: &random)!),
+                    "rank": .number(Double(Int.random(in: 0..<50, using: &random))),
+                ]
+                if try await remote.put(id, data) { remoteCount += 1 }
+            }
+            try await Task.sleep(for: .milliseconds(Int.random(in: 5...40, using: &random)))
+            try await reconnect(clients, cluster: cluster)
+        }
+        return (remoteCount, localCount)
+    }
+
+    private func strike(_ fault: Fault, cluster: TestCluster, clients: [CheckerClient], random: inout SeededGenerator, log: CheckerLog) async throws {
+        log.note("FAULT \(fault.rawValue)")
+        switch fault {
+        case .realtimeDrop:
+            try await cluster.fault(#"{"dropConnections":true}"#)
+        case .cloudRefusesRealtime:
+            try await cluster.fault(#"{"dropConnections":true,"refuseConnectionsForMs":\#(Int.random(in: 300...1500, using: &random))}"#)
+        case .cloudFailsRequests:
+            try await cluster.fault(#"{"failRequests":\#(Int.random(in: 1...6, using: &random))}"#)
+        case .cloudKilled:
+            try await cluster.killAndRestartCloud()
+        case .daemonKilled, .daemonStopped:
+            if fault == .daemonKilled { cluster.signalDaemon(SIGKILL) }
+            cluster.stopDaemon()
+            try await cluster.startDaemon()
+            try await reconnect(clients, cluster: cluster)
+        case .slowReader:
+            let client = clients.randomElement(using: &random)!
+            let pause = Duration.milliseconds(Int.random(in: 300...1500, using: &random))
+            Task {
+                await client.setReading(false)
+                try? await Task.sleep(for: pause)
+                await client.setReading(true)
+            }
+        }
+    }
+
+    /// Reconnects clients whose connection ended, and observes again what a failed observation left out.
+    private func reconnect(_ clients: [CheckerClient], cluster: TestCluster) async throws {
+        for client in clients {
+            if !client.isConnected {
+                try? await client.connect(cluster.socketPath)
+            } else {
+                for plan in client.missingPlans() { try? await client.observe(plan) }
+            }
+        }
+    }
+
+    /// Writes and faults stopped: everything must come to show the cloud's data.
+    private func settle(cluster: TestCluster, clients: [CheckerClient], remote: inout RemoteWriter, log: CheckerLog) async throws {
+        try await cluster.fault("{}")
+        for client in clients { await client.setReading(true) }
+        let deadline = ContinuousClock.now + .seconds(30)
+        var differences: [String] = []
+        while ContinuousClock.now < deadline {
+            try await reconnect(clients, cluster: cluster)
+            let live = try await remote.liveItems()
+            differences = clients.flatMap { $0.differences(from: live) }
+            if differences.isEmpty, clients.allSatisfy({ $0.isConnected && $0.outstandingRequests == 0 && $0.missingPlans().isEmpty }) {
+                try await clients[0].requestStats()
+                try await Task.sleep(for: .milliseconds(50))
+                let held = clients.map(\.tokenCount).reduce(0, +)
+                if let counted = clients[0].statsTokens {
+                    if counted == held {
+                        log.note("settled: \(held) tokens")
+                        return
+                    }
+                    differences = ["the daemon holds \(counted) tokens, the clients \(held)"]
+                }
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        for difference in differences { log.violation("not settled within 30 s: \(difference)") }
+    }
+}
+
+/// The remote writer: another device writing to the cloud's REST API, and the checker's read of the truth.
+struct RemoteWriter {
+    let cluster: TestCluster
+    private var token: String
+
+    init(cluster: TestCluster) async throws {
+        self.cluster = cluster
+        token = try await cluster.login()
+    }
+
+    /// A write; `false` when the cloud could not take it now (a fault).
+    mutating func put(_ id: String, _ data: JSONValue) async throws -> Bool {
+        do {
+            _ = try await cluster.put(LiveSemanticsChecker.collection, id, data, token: token)
+            return true
+        } catch {
+            token = (try? await cluster.login()) ?? token
+            return false
+        }
+    }
+
+    mutating func delete(_ id: String) async throws -> Bool {
+        let path = CloudPath.object(EntityKey(collection: LiveSemanticsChecker.collection, id: id))
+        guard let answer = try? await cluster.call(.DELETE, path, token: token) else { return false }
+        if answer.status == 401 { token = (try? await cluster.login()) ?? token }
+        return answer.status == 200
+    }
+
+    /// Every live item of the collection as the cloud stores it now (retrying through a restart of it).
+    mutating func liveItems() async throws -> [String: CheckedItem] {
+        var items: [String: CheckedItem] = [:]
+        for n in 0..<30 {
+            let id = "i\(n)"
+            let path = CloudPath.object(EntityKey(collection: LiveSemanticsChecker.collection, id: id))
+            var attempt = 0
+            while true {
+                let answer = try? await cluster.call(.GET, path, token: token)
+                if let answer, answer.status == 404 { break }
+                if let answer, answer.status == 200, let entity = try? JSONValue(parsing: answer.body) {
+                    if entity["deleted"] != .bool(true), let item = CheckedItem(snapshot: entity) { items[id] = item }
+                    break
+                }
+                if answer?.status == 401 { token = (try? await cluster.login()) ?? token }
+                attempt += 1
+                if attempt > 100 { throw CheckFailure("the cloud did not answer GET \(path): \(answer?.status ?? 0)") }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        return items
+    }
+}
