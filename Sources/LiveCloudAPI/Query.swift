@@ -190,12 +190,17 @@ public struct QueryPage: Codable, Sendable, Equatable {
     public var nextCursor: String?
     /// Set when items precede the page: pass as `before` for the previous page.
     public var previousCursor: String?
+    /// The event log's last sequence number as of the read: the page and `count` reflect every write up to
+    /// it and none after. A realtime subscriber ignores, for the count, the events up to it that reach it
+    /// after the page. Absent when the log is empty.
+    public var seq: Int64?
 
-    public init(items: [Entity], count: Int, nextCursor: String?, previousCursor: String?) {
+    public init(items: [Entity], count: Int, nextCursor: String?, previousCursor: String?, seq: Int64? = nil) {
         self.items = items
         self.count = count
         self.nextCursor = nextCursor
         self.previousCursor = previousCursor
+        self.seq = seq
     }
 }
 

@@ -78,7 +78,9 @@ final class SQLiteStore: CloudStore {
             var previousCursor: String?
             if let last = items.last, try exists(true, last) { nextCursor = query.position(of: last).cursor }
             if let first = items.first, try exists(false, first) { previousCursor = query.position(of: first).cursor }
-            return QueryPage(items: items, count: count, nextCursor: nextCursor, previousCursor: previousCursor)
+            // The same read transaction: the page is exactly the state after the log's events up to it.
+            let seq = try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM event")
+            return QueryPage(items: items, count: count, nextCursor: nextCursor, previousCursor: previousCursor, seq: seq)
         }
     }
 

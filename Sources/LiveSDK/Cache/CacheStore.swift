@@ -236,16 +236,28 @@ final class CacheStore: Sendable {
     /// ``store(_:checkpoint:)`` on the calling thread, which waits for the write (and for any write in
     /// progress): for the engine's realtime events, which it handles on a loop of its own (``EngineLoop``),
     /// where handing each write to the database's queue and back cost two thread switches per event.
+    /// Returns whether `entity` is the newest copy the cache knows (stored now, or the same version held
+    /// already); `false` when the cache holds a newer one.
     @discardableResult
     func storeNow(_ entity: Entity, checkpoint: (topic: String, seq: Int64)? = nil) throws(LiveError) -> Bool {
         do {
-            let stored = try pool.write { db in
-                let stored = try Self.upsert(entity, in: db)
+            let current = try pool.write { db in
+                var current = try Self.upsert(entity, in: db)
+                if !current {
+                    // Not stored: the cache holds this version already (the same write heard on another topic),
+                    // or a newer one.
+                    let held = try Int64.fetchOne(
+                        db,
+                        sql: "SELECT version FROM entity WHERE collection = ? AND id = ?",
+                        arguments: [entity.collection, entity.id]
+                    )
+                    current = (held ?? 0) <= entity.version
+                }
                 if let checkpoint { try Self.saveCheckpoint(checkpoint.topic, checkpoint.seq, in: db) }
-                return stored
+                return current
             }
             monitor.success(path)
-            return stored
+            return current
         } catch {
             throw monitor.failure(error, doing: "writing \(entity.key) to the cache", path: path)
         }

@@ -104,6 +104,8 @@ extension LiveClient {
         }
         guard let observer = observation.remove(token.observer) else { return false }
         let isNew = collectionObservations[target] == nil
+        // A new window starts from this one's count, and so from the point its count was read at.
+        if isNew, let through = collectionCountedThrough[window] { collectionCountedThrough[target] = through }
         let destination = collectionObservation(target, seed: seen, extending: move != .reset)
         token.moved(to: target, observation: destination)
         destination.add(token.observer, observer, previous: seen.items)
@@ -231,8 +233,13 @@ extension LiveClient {
         do {
             let result = try await queryWithSession(window.query, page, limit: window.pageSize)
             collectionFetching.remove(window)
-            let current = observation.current.items
-            let items = window.anchor == .first ? current + result.items : result.items + current
+            // The page read may hold items the window holds too (they moved since it was read): the page's
+            // copies are the newer ones; the whole is put in the query's order.
+            let fetchedIDs = Set(result.items.map(\.id))
+            let query = window.query
+            let items = (observation.confirmed.items.filter { !fetchedIDs.contains($0.id) } + result.items).sorted {
+                query.areInIncreasingOrder(query.position(of: $0), query.position(of: $1))
+            }
             let more = window.anchor == .first ? result.nextCursor != nil : result.previousCursor != nil
             fetched(
                 window,
@@ -240,7 +247,8 @@ extension LiveClient {
                 items: items,
                 count: result.count,
                 hasNext: window.anchor == .first && more,
-                hasPrevious: window.anchor == .last && more
+                hasPrevious: window.anchor == .last && more,
+                seq: result.seq
             )
             changesDuringCollectionFetch[window] = nil
             if collectionRefetchWanted.remove(window) != nil { await refreshCollection(window) }
@@ -288,7 +296,15 @@ extension LiveClient {
                     hasPrevious: result.hasPrevious,
                     seq: seq
                 )
-                fetched(window, observation, items: result.items, count: result.count, hasNext: result.hasNext, hasPrevious: result.hasPrevious)
+                fetched(
+                    window,
+                    observation,
+                    items: result.items,
+                    count: result.count,
+                    hasNext: result.hasNext,
+                    hasPrevious: result.hasPrevious,
+                    seq: result.seq
+                )
                 await cacheStored(result.items.count)
                 failures = 0
                 if !collectionRefetchWanted.contains(window) { break }
@@ -308,32 +324,47 @@ extension LiveClient {
 
     /// A fetch's outcome, then the realtime changes that arrived while it ran, so that a fetch that read
     /// older data never wins over a newer event.
+    ///
+    /// - Parameter seq: the event log's sequence number the count was read at (``QueryPage/seq``): the events
+    ///   after it count, those up to it are in the count already.
     private func fetched(
         _ window: CollectionWindow,
         _ observation: SharedCollectionObservation,
         items: [Entity],
         count: Int,
         hasNext: Bool,
-        hasPrevious: Bool
+        hasPrevious: Bool,
+        seq: Int64?
     ) {
-        let meanwhile = changesDuringCollectionFetch[window] ?? []
+        if let seq { collectionCountedThrough[window] = seq } else { collectionCountedThrough[window] = nil }
+        let meanwhile = (changesDuringCollectionFetch[window] ?? []).map { event in
+            (
+                entity: event.entity,
+                previous: event.seq.flatMap { eventSeq in eventSeq > (seq ?? 0) ? event.previous : nil },
+                placing: event.placing
+            )
+        }
         observation.apply {
             $0.fetchSucceeded(items: items, count: count, hasNext: hasNext, hasPrevious: hasPrevious, changedMeanwhile: meanwhile)
         }
+        // Items that left during the fetch may leave the window short of its pages: fetch once more.
+        if observation.needsRefill { collectionRefetchWanted.insert(window) }
     }
 
     /// Reads the window from the cloud: as many pages of up to 100 as it holds, from its anchor.
     private func fetchWindow(_ window: CollectionWindow) async throws(LiveError) -> (
-        items: [Entity], count: Int, hasNext: Bool, hasPrevious: Bool
+        items: [Entity], count: Int, hasNext: Bool, hasPrevious: Bool, seq: Int64?
     ) {
         var items: [Entity] = []
         var page: PageRequest = window.anchor == .first ? .first : .last
         var count = 0
+        var seq: Int64?
         var more = false
         repeat {
             let limit = min(100, window.itemLimit - items.count)
             let result = try await queryWithSession(window.query, page, limit: limit)
             count = result.count
+            seq = result.seq
             switch window.anchor {
             case .first:
                 items += result.items
@@ -345,7 +376,7 @@ extension LiveClient {
                 if let first = items.first { page = .before(window.query.position(of: first)) }
             }
         } while more && items.count < window.itemLimit
-        return (items, count, window.anchor == .first && more, window.anchor == .last && more)
+        return (items, count, window.anchor == .first && more, window.anchor == .last && more, seq)
     }
 
     func queryWithSession(_ query: CollectionQuery, _ page: PageRequest, limit: Int) async throws(LiveError) -> QueryPage {
@@ -362,6 +393,7 @@ extension LiveClient {
         guard let observation = collectionObservations[window], observation.isUnobserved else { return }
         if !collectionsCatchingUp.contains(window) { await storeWindow(window, observation) }
         collectionObservations[window] = nil
+        collectionCountedThrough[window] = nil
         collectionsCatchingUp.remove(window)
         await realtime.release(.collection(window.query.collection))
         // The query's result index goes with its last window.
@@ -390,17 +422,18 @@ extension LiveClient {
     /// - Parameter previous: for an event of the collection's topic, the object's data before the write
     ///   (`.some(nil)`: it did not exist), which keeps each window's `count` exact (see
     ///   ``LiveCollectionState/remoteChanged(_:previous:)``).
-    func collectionsChanged(_ entity: Entity, previous: JSONValue?? = nil) {
+    /// - Parameter placing: `false` when the cache already holds a newer copy of the object: the write only
+    ///   counts.
+    /// - Parameter seq: the event's sequence number (a counted event's): one that the window's last fetch
+    ///   already counted is not counted again.
+    func collectionsChanged(_ entity: Entity, previous: JSONValue?? = nil, placing: Bool = true, seq: Int64? = nil) {
         for (window, observation) in collectionObservations where window.query.collection == entity.collection {
-            observation.apply { $0.remoteChanged(entity, previous: previous) }
+            var counted = previous
+            if let seq, let through = collectionCountedThrough[window], seq <= through { counted = nil }
+            observation.apply { $0.remoteChanged(entity, previous: counted, placing: placing) }
             if changesDuringCollectionFetch[window] != nil {
-                changesDuringCollectionFetch[window]?.append(entity)
-                // Whether the fetch's count includes this write is unknown: a window holding part of the result
-                // fetches once more, quietly, when the write changed the count.
-                if let previous, LiveCollectionState.countChange(of: window.query, entity, previous: previous) != 0 {
-                    let partial = observation.confirmed.hasNext || observation.confirmed.hasPrevious
-                    if partial { collectionRefetchWanted.insert(window) }
-                }
+                // Replayed over the fetch's result, and counted if it came after the fetch's read.
+                changesDuringCollectionFetch[window]?.append(CollectionEvent(entity: entity, previous: counted, placing: placing, seq: seq))
             } else if observation.needsRefill, !collectionsCatchingUp.contains(window) {
                 commandSink.yield(.refillCollection(window))
             }
@@ -527,4 +560,14 @@ public final class LiveCollectionToken: Sendable {
     }
 
     deinit { invalidate() }
+}
+
+/// A change of an entity heard while a window is fetched: replayed over the fetch's result.
+struct CollectionEvent: Sendable {
+    var entity: Entity
+    /// For a collection topic's event, the object's data before the write (see ``LiveClient/collectionsChanged(_:previous:placing:seq:)``).
+    var previous: JSONValue??
+    /// `false` for a copy older than one the cache holds: it only counts.
+    var placing: Bool
+    var seq: Int64?
 }

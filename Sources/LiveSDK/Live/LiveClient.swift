@@ -89,7 +89,10 @@ public actor LiveClient {
     var collectionRefetchWanted: Set<CollectionWindow> = []
     /// Realtime changes that arrived while a window was being fetched: applied again over the fetch's result,
     /// so a fetch that read older data never wins over a newer event.
-    var changesDuringCollectionFetch: [CollectionWindow: [Entity]] = [:]
+    var changesDuringCollectionFetch: [CollectionWindow: [CollectionEvent]] = [:]
+    /// Per window, the event log's sequence number its last fetch's count was read at: later-arriving events up
+    /// to it are in that count already.
+    var collectionCountedThrough: [CollectionWindow: Int64] = [:]
     var nextCollectionObserver = 0
     /// Windows started from a stored result that knows its topic's sequence number: where to resume from.
     var collectionResumeFrom: [CollectionWindow: Int64] = [:]
@@ -453,15 +456,19 @@ public actor LiveClient {
     /// A collection topic's events (each heard once, in order, with the object's data before the write) also
     /// count whether the object joined or left each window's query, beyond the window too.
     func applyRemoteChange(_ entity: Entity, seq: Int64, topic: Topic, previous: JSONValue?) async {
+        // Whether this is the newest copy of the object seen: the same write arrives on its object topic and
+        // on its collection topic, and after a reconnection one topic may replay older events while the other
+        // is already live. An older copy places nothing in a window (it would show an item that went back).
+        var newest = true
         do {
-            try cache.storeNow(entity, checkpoint: checkpointDue(topic, seq))
+            newest = try cache.storeNow(entity, checkpoint: checkpointDue(topic, seq))
         } catch {
             logCacheFailure(error, ["key": "\(entity.key)"])
         }
         observations[entity.key]?.apply { $0.remoteChanged(entity) }
         if case .collection = topic {
-            collectionsChanged(entity, previous: .some(previous))
-        } else {
+            collectionsChanged(entity, previous: .some(previous), placing: newest, seq: seq)
+        } else if newest {
             collectionsChanged(entity)
         }
         await cacheStored(1, fromRealtime: true)

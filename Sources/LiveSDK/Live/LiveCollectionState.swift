@@ -119,6 +119,8 @@ public struct LiveCollectionState: Sendable {
     private var pending: [String: Entity?] = [:]
     /// Resuming from a stored result: the replayed changes apply silently until ``caughtUp()``.
     private var catchingUp = false
+    /// The count said nothing lies beyond a window whose edge says something does: a fetch settles it.
+    private var countDoubted = false
 
     /// The window as the cloud confirmed it (no pending writes over it): what the cache stores.
     public var confirmedWindow: LiveCollectionChange { confirmed }
@@ -271,7 +273,7 @@ public struct LiveCollectionState: Sendable {
         count: Int,
         hasNext: Bool,
         hasPrevious: Bool,
-        changedMeanwhile: [Entity] = []
+        changedMeanwhile: [(entity: Entity, previous: JSONValue??, placing: Bool)] = []
     ) -> LiveCollectionChange? {
         var next = confirmed
         next.items = items
@@ -281,14 +283,19 @@ public struct LiveCollectionState: Sendable {
         next.dataStatus = .fresh
         next.loadingStatus = .loaded
         next.error = nil
-        guard !changedMeanwhile.isEmpty else { return emit(next) }
+        countDoubted = false
+        guard !changedMeanwhile.isEmpty else {
+            keepToItsPages(&next)
+            return emit(next)
+        }
         let wasCatchingUp = catchingUp
         catchingUp = true
         confirmed = next
-        for entity in changedMeanwhile { _ = remoteChanged(entity) }
-        keepToItsPages(&confirmed)
+        for change in changedMeanwhile { _ = remoteChanged(change.entity, previous: change.previous, placing: change.placing) }
+        var caughtUp = confirmed
+        keepToItsPages(&caughtUp)
         catchingUp = wasCatchingUp
-        return emit(confirmed)
+        return emit(caughtUp)
     }
 
     public mutating func fetchFailed(_ error: LiveError) -> LiveCollectionChange? {
@@ -313,12 +320,14 @@ public struct LiveCollectionState: Sendable {
     ///   object's data before the write (`.some(nil)`: it did not exist): whether the write made it join or
     ///   leave the query's result, beyond the window too, keeps `count` exact. `nil` for the same write heard
     ///   again (on its object topic, or as a write's confirmation): it only places the entity.
-    public mutating func remoteChanged(_ entity: Entity, previous: JSONValue?? = nil) -> LiveCollectionChange? {
+    /// - Parameter placing: `false` for a copy older than one already seen (by the engine, beyond this window):
+    ///   it is only counted.
+    public mutating func remoteChanged(_ entity: Entity, previous: JSONValue?? = nil, placing: Bool = true) -> LiveCollectionChange? {
         guard hasStarted, entity.collection == window.query.collection else { return nil }
         let query = window.query
         var next = confirmed
         let oldIndex = next.items.firstIndex { $0.id == entity.id }
-        let isNews = oldIndex.map { next.items[$0].version < entity.version } ?? true
+        let isNews = placing && (oldIndex.map { next.items[$0].version < entity.version } ?? true)
         if isNews {
             if let oldIndex { next.items.remove(at: oldIndex) }
             if query.matches(entity), let index = place(entity, in: next.items, hasNext: next.hasNext, hasPrevious: next.hasPrevious) {
@@ -351,7 +360,8 @@ public struct LiveCollectionState: Sendable {
     /// Whether the window holds fewer items than its pages while more of the result lies beyond (items left
     /// it): a fetch of the window refills it.
     public var needsRefill: Bool {
-        confirmed.items.count < window.itemLimit && (confirmed.hasNext || confirmed.hasPrevious)
+        guard confirmed.hasNext || confirmed.hasPrevious else { return false }
+        return confirmed.items.count < window.itemLimit || countDoubted
     }
 
     /// A window holds its pages' worth of the result, no more: an item that arrived pushes the farthest one
@@ -360,7 +370,7 @@ public struct LiveCollectionState: Sendable {
     /// - Parameter counted: whether `count` is as of this change. A write heard first on its object topic
     ///   (or as a confirmation) is placed before its collection topic's event counts it: until then, the
     ///   count of a window holding part of the result does not decide whether more follows.
-    private func keepToItsPages(_ change: inout LiveCollectionChange, counted: Bool = true) {
+    private mutating func keepToItsPages(_ change: inout LiveCollectionChange, counted: Bool = true) {
         let excess = change.items.count - window.itemLimit
         if excess > 0 {
             switch window.anchor {
@@ -373,11 +383,11 @@ public struct LiveCollectionState: Sendable {
             }
         }
         if change.hasNext || change.hasPrevious {
-            guard counted else { return }
-            if change.count <= change.items.count {
-                change.count = change.items.count
-                change.hasNext = false
-                change.hasPrevious = false
+            // A count that says nothing lies beyond, while the window's edge says something does: one of them
+            // is wrong, and only a fetch can tell (``needsRefill``).
+            if counted, change.count <= change.items.count {
+                countDoubted = true
+                change.count = change.items.count + 1
             }
         } else {
             change.count = change.items.count

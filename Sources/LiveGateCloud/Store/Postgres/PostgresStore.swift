@@ -99,7 +99,11 @@ final class PostgresStore: CloudStore {
             var previousCursor: String?
             if let last = items.last, try await exists(after: true, last) { nextCursor = query.position(of: last).cursor }
             if let first = items.first, try await exists(after: false, first) { previousCursor = query.position(of: first).cursor }
-            return QueryPage(items: items, count: count, nextCursor: nextCursor, previousCursor: previousCursor)
+            // The same snapshot: writes append to the log in their own transaction, in `seq` order (see
+            // `appendEvent`), so the page is exactly the state after the log's events up to it.
+            var seq: Int64?
+            for try await value in try await connection.query("SELECT max(seq) FROM event", logger: logger).decode(Int64?.self) { seq = value }
+            return QueryPage(items: items, count: count, nextCursor: nextCursor, previousCursor: previousCursor, seq: seq)
         }
     }
 
