@@ -94,7 +94,8 @@ final class CheckerClient: Sendable {
     }
 
     enum Request {
-        case observe(Plan)
+        /// `since`: the `sinceVersion` sent (an object's).
+        case observe(Plan, since: Int64? = nil)
         case nextPage(token: Int64)
         case resetPage(token: Int64)
         case invalidate(token: Int64)
@@ -115,6 +116,8 @@ final class CheckerClient: Sendable {
         var connection = 0
         var statsTokens: Int?
         var lastAnswer = ContinuousClock.now
+        /// Tokens whose invalidation was sent and not answered yet.
+        var invalidating: Set<Int64> = []
     }
 
     let name: String
@@ -179,8 +182,9 @@ final class CheckerClient: Sendable {
         switch plan {
         case .object(let id):
             var params: [String: JSONValue] = ["collection": .string(LiveSemanticsChecker.collection), "id": .string(id)]
-            if let since = state.withLock({ $0.objectLineage[id] }) { params["sinceVersion"] = .number(Double(since)) }
-            try await send("object.observe", .object(params), .observe(plan))
+            let since = state.withLock { $0.objectLineage[id] }
+            if let since { params["sinceVersion"] = .number(Double(since)) }
+            try await send("object.observe", .object(params), .observe(plan, since: since))
         case .collection(_, let query):
             try await send(
                 "collection.observe",
@@ -192,7 +196,7 @@ final class CheckerClient: Sendable {
 
     /// A random action on the client's current tokens: page a window, or end a token and observe it again.
     func act(using random: inout SeededGenerator) async throws {
-        let tokens = state.withLock { $0.tokens }
+        let tokens = state.withLock { state in state.tokens.filter { !state.invalidating.contains($0.key) } }
         guard let (token, kind) = tokens.randomElement(using: &random) else { return }
         switch kind {
         case .collection:
@@ -202,6 +206,7 @@ final class CheckerClient: Sendable {
                 try await send("collection.nextPage", ["token": .number(Double(token))], .nextPage(token: token))
             }
         case .object(let object):
+            state.withLock { _ = $0.invalidating.insert(token) }
             try await send("token.invalidate", ["token": .number(Double(token))], .invalidate(token: token))
             try await observe(.object(id: object.id))
         }
@@ -248,6 +253,7 @@ final class CheckerClient: Sendable {
             state.connected = false
             state.tokens = [:]
             state.requests = [:]
+            state.invalidating = []
         }
         log.note("\(name) disconnected (#\(connection))")
     }
@@ -294,20 +300,19 @@ final class CheckerClient: Sendable {
         }
         let result = message["result"] ?? .null
         switch request {
-        case .observe(let plan):
+        case .observe(let plan, let since):
             guard let token = result["token"]?.numberValue.map(Int64.init) else {
                 return log.violation("\(name): observe answered without a token: \(line.prefix(300))")
             }
             state.withLock { state in
                 switch plan {
                 case .object(let id):
-                    let since = state.objectLineage[id]
                     state.tokens[token] = .object(ObjectToken(id: id, since: since, baseline: since))
                 case .collection(let slot, let query):
                     state.tokens[token] = .collection(CollectionToken(slot: slot, query: query))
                 }
             }
-            log.note("\(name) t\(token) observes \(plan)")
+            log.note("\(name) t\(token) observes \(plan)\(since.map { " since v\($0)" } ?? "")")
         case .nextPage(let token), .resetPage(let token):
             log.note("\(name) t\(token) paged: \(line.prefix(120))")
             guard result["moved"] == .bool(true) else { return }
@@ -317,7 +322,10 @@ final class CheckerClient: Sendable {
                 state.tokens[token] = .collection(t)
             }
         case .invalidate(let token):
-            state.withLock { _ = $0.tokens.removeValue(forKey: token) }
+            state.withLock { state in
+                state.tokens[token] = nil
+                state.invalidating.remove(token)
+            }
         case .write(let id):
             log.note("\(name) wrote \(id): \(line.prefix(160))")
         case .stats:
@@ -333,7 +341,7 @@ final class CheckerClient: Sendable {
         case .observe, .nextPage, .resetPage, .stats:
             // The token is not held (observe) or not changed; an observation fails only when the cloud cannot
             // be reached (a restart of it may be under way): observe again later.
-            if case .observe(let plan) = request, code != -32004 {
+            if case .observe(let plan, _) = request, code != -32004 {
                 log.violation("\(name): observing \(plan) failed with \(code) \(message)")
             }
         case .invalidate(let token):
@@ -349,7 +357,7 @@ final class CheckerClient: Sendable {
         state.withLock { state in
             plans.filter { plan in
                 let pending = state.requests.values.contains { request in
-                    if case .observe(let p) = request { return "\(p)" == "\(plan)" }
+                    if case .observe(let p, _) = request { return "\(p)" == "\(plan)" }
                     return false
                 }
                 if pending { return false }
@@ -387,10 +395,13 @@ final class CheckerClient: Sendable {
                 return
             }
             guard let snapshot else {
-                if dataStatus == "notExist", t.lastVersion != nil, !t.deleted {
+                if dataStatus == "notExist", !t.deleted {
                     t.deleted = true
-                    t.baseline = t.lastVersion.map { $0 + 1 }
+                    // The deletion has a version of its own: one more than the last data's.
+                    t.baseline = (t.lastVersion ?? t.since).map { $0 + 1 }
                 }
+                t.lastFresh = dataStatus == "notExist" && loadingStatus == "loaded"
+                t.resyncSinceLast = false
                 return
             }
             if snapshot.id != t.id { problems.append("t\(token) observes \(t.id) but got \(snapshot.id)") }
@@ -405,7 +416,9 @@ final class CheckerClient: Sendable {
             }
             // A gap: versions skipped with no resync notice, where the token was fresh (or re-observed from a
             // version it saw). A fetch after the cached copy (local → fresh, no sinceVersion) is no gap.
-            let continuous = t.lastFresh || (t.lastVersion == nil && t.since != nil)
+            // A confirmation of this host's write may skip the versions others wrote meanwhile: the write
+            // replaced them (spec: "the confirmation brings the cloud's new version").
+            let continuous = (t.lastFresh && !t.lastPending) || (t.lastVersion == nil && t.since != nil)
             if continuous, !t.resyncSinceLast, let baseline = t.baseline, snapshot.version > baseline + 1, !pending {
                 problems.append("t\(token) skipped from v\(baseline) to v\(snapshot.version) without a resync notice")
             }
@@ -450,7 +463,8 @@ final class CheckerClient: Sendable {
             t.hasPrevious = params["hasPrevious"] == .bool(true)
             t.fresh = dataStatus == "fresh" && loadingStatus == "loaded"
             if case .array(let ids)? = params["pendingIds"] { t.pending = Set(ids.compactMap(\.stringValue)) } else { t.pending = [] }
-            summary = "\(t.window.map(\.description).joined(separator: " ")) count \(t.count)\(t.hasNext ? " next" : "")"
+            summary =
+                "\(t.window.map(\.description).joined(separator: " ")) count \(t.count)\(t.hasNext ? " next" : "")\(t.pending.isEmpty ? "" : " pending \(t.pending.sorted())")"
             if Set(t.window.map(\.id)).count != t.window.count { problems.append("t\(token)'s window holds an id twice: \(summary)") }
             if let stray = t.window.first(where: { !t.query.matches($0.data) }) {
                 problems.append("t\(token)'s window \(t.query) holds \(stray), which does not match")
