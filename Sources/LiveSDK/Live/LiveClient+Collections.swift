@@ -320,6 +320,12 @@ extension LiveClient {
             }
         }
         if observation.isUnobserved { commandSink.yield(.releaseCollection(window)) }
+        // Released and observed anew while this fetch ran: the new observation gets a fetch of its own.
+        if collectionObservations[window] !== observation, collectionObservations[window] != nil,
+            collectionRefetchWanted.remove(window) != nil
+        {
+            commandSink.yield(.refreshCollection(window))
+        }
     }
 
     /// A fetch's outcome, then the realtime changes that arrived while it ran, so that a fetch that read

@@ -373,6 +373,11 @@ public actor LiveClient {
             }
         }
         if observation.isUnobserved { commandSink.yield(.release(key)) }
+        // The observation was released and observed anew while this fetch ran (its answer went to the old
+        // one): the new one asked for a fetch and was told one runs. It gets its own.
+        if observations[key] !== observation, observations[key] != nil, refetchWanted.remove(key) != nil {
+            commandSink.yield(.refresh(key))
+        }
     }
 
     private func fetchWithSession(_ key: EntityKey) async throws(LiveError) -> Entity? {
