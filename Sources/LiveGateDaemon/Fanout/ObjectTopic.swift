@@ -28,9 +28,13 @@ final class ObjectTopic: Sendable {
         /// notice is, and so is a deletion).
         let sinceVersion: Int64?
         /// A re-observation whose first snapshot is yet to come: when that one is not the version right after
-        /// `sinceVersion`, the versions between were missed (the daemon restarted, or the token's previous
-        /// life ended, while the object changed), and a resync notice goes first.
+        /// `sinceVersion` (or after the deletion told before it), the versions between were missed (the daemon
+        /// restarted, or the token's previous life ended, while the object changed), and a resync notice goes
+        /// first.
         var checksSinceGap: Bool
+        /// The version the token's client holds as far as this token told it: `sinceVersion`, one more for a
+        /// deletion told since.
+        var sinceBaseline: Int64?
         /// Called when a once-token has fired, so its connection forgets it.
         let onFinished: @Sendable () -> Void
 
@@ -53,6 +57,7 @@ final class ObjectTopic: Sendable {
             self.stateless = filter.isStateless
             self.sinceVersion = sinceVersion
             self.checksSinceGap = sinceVersion != nil && !options.once
+            self.sinceBaseline = sinceVersion
             self.onFinished = onFinished
         }
 
@@ -60,11 +65,14 @@ final class ObjectTopic: Sendable {
         /// its `sinceVersion` and the change's were missed; clears the check either way. Per token, once per
         /// re-observation: not on the hot path.
         mutating func gapNotice(before change: LiveObjectChange) -> ByteBuffer? {
-            guard checksSinceGap else { return nil }
+            guard checksSinceGap, !change.resync else { return nil }
+            guard let version = change.snapshot?.version else {
+                // A deletion (its own version, one more) or nothing known yet: the first snapshot decides.
+                if change.dataStatus == .notExist, change.loadingStatus == .loaded { sinceBaseline = sinceBaseline.map { $0 + 1 } }
+                return nil
+            }
             checksSinceGap = false
-            guard let sinceVersion, !change.resync, let version = change.snapshot?.version, version > sinceVersion + 1,
-                !change.pendingWrites
-            else { return nil }
+            guard let sinceBaseline, version > sinceBaseline + 1, !change.pendingWrites else { return nil }
             let notice = ObjectChangedBody(
                 snapshot: nil,
                 dataStatus: LiveGateProtocol.DataStatus(rawValue: change.dataStatus.rawValue) ?? .error,

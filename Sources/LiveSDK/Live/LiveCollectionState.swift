@@ -192,18 +192,7 @@ public struct LiveCollectionState: Sendable {
                 next.pendingIDs.insert(id)
             }
         }
-        let excess = next.items.count - window.itemLimit
-        if excess > 0 {
-            switch window.anchor {
-            case .first:
-                next.items.removeLast(excess)
-                next.hasNext = true
-            case .last:
-                next.items.removeFirst(excess)
-                next.hasPrevious = true
-            }
-            next.pendingIDs.formIntersection(next.items.map(\.id))
-        }
+        if trimToItsPages(&next) { next.pendingIDs.formIntersection(next.items.map(\.id)) }
         next.changes = Self.changes(from: current.items, to: next.items)
         guard force || !next.hasSameStatuses(as: current) || !next.changes.isEmpty || next.resync || next.pendingIDs != current.pendingIDs else {
             return nil
@@ -364,6 +353,22 @@ public struct LiveCollectionState: Sendable {
         return confirmed.items.count < window.itemLimit || countDoubted
     }
 
+    /// Drops the items past the window's pages (from its far end: more then follows). Returns whether it did.
+    @discardableResult
+    private func trimToItsPages(_ change: inout LiveCollectionChange) -> Bool {
+        let excess = change.items.count - window.itemLimit
+        guard excess > 0 else { return false }
+        switch window.anchor {
+        case .first:
+            change.items.removeLast(excess)
+            change.hasNext = true
+        case .last:
+            change.items.removeFirst(excess)
+            change.hasPrevious = true
+        }
+        return true
+    }
+
     /// A window holds its pages' worth of the result, no more: an item that arrived pushes the farthest one
     /// out (more then follows); when it holds the whole result, `count` is its size and nothing follows.
     ///
@@ -371,17 +376,7 @@ public struct LiveCollectionState: Sendable {
     ///   (or as a confirmation) is placed before its collection topic's event counts it: until then, the
     ///   count of a window holding part of the result does not decide whether more follows.
     private mutating func keepToItsPages(_ change: inout LiveCollectionChange, counted: Bool = true) {
-        let excess = change.items.count - window.itemLimit
-        if excess > 0 {
-            switch window.anchor {
-            case .first:
-                change.items.removeLast(excess)
-                change.hasNext = true
-            case .last:
-                change.items.removeFirst(excess)
-                change.hasPrevious = true
-            }
-        }
+        trimToItsPages(&change)
         if change.hasNext || change.hasPrevious {
             // A count that says nothing lies beyond, while the window's edge says something does: one of them
             // is wrong, and only a fetch can tell (``needsRefill``).
