@@ -106,14 +106,17 @@ extension LiveClient {
         let isNew = collectionObservations[target] == nil
         // A new window starts from this one's count, and so from the point its count was read at.
         if isNew, let through = collectionCountedThrough[window] { collectionCountedThrough[target] = through }
-        let destination = collectionObservation(target, seed: seen, extending: move != .reset)
+        // Seeded with what the cloud confirmed, not with what is shown: a pending write's data is not the
+        // cloud's, and would stay as if confirmed if the write were then rejected (its overlays are placed again
+        // below).
+        let destination = collectionObservation(target, seed: observation.confirmed, extending: move != .reset)
         token.moved(to: target, observation: destination)
         destination.add(token.observer, observer, previous: seen.items)
         // A new window starts loading before the move returns, so the observer hears "loading" before
         // whatever answers the move (the daemon's reply), whenever the fetch task gets to run.
         if isNew {
             destination.apply { $0.fetchStarted() }
-            // The seed carries what was shown, not what is pending: place the outbox's writes again.
+            // The seed carries what was confirmed, not what is pending: place the outbox's writes again.
             for write in await pendingOverlays(in: target.query.collection) {
                 destination.apply { $0.pendingChanged(write.id, write.overlay) }
             }
@@ -221,7 +224,7 @@ extension LiveClient {
     func extendCollection(_ window: CollectionWindow) async {
         guard let observation = collectionObservations[window] else { return }
         await realtime.acquire(.collection(window.query.collection))
-        let seen = observation.current
+        let seen = observation.confirmed
         let page: PageRequest
         switch window.anchor {
         case .first: page = seen.items.last.map { .after(window.query.position(of: $0)) } ?? .first
