@@ -345,7 +345,7 @@ extension LiveClient {
         hasPrevious: Bool,
         seq: Int64?
     ) {
-        if let seq { collectionCountedThrough[window] = seq } else { collectionCountedThrough[window] = nil }
+        collectionCountedThrough[window] = seq
         let meanwhile = (changesDuringCollectionFetch[window] ?? []).map { event in
             (
                 entity: event.entity,

@@ -115,7 +115,6 @@ final class CheckerClient: Sendable {
         var connected = false
         var connection = 0
         var statsTokens: Int?
-        var lastAnswer = ContinuousClock.now
         /// Tokens whose invalidation was sent and not answered yet.
         var invalidating: Set<Int64> = []
     }
@@ -289,10 +288,7 @@ final class CheckerClient: Sendable {
             return
         }
         guard let id = message["id"]?.numberValue.map(Int.init) else { return }
-        let request = state.withLock { state -> Request? in
-            state.lastAnswer = .now
-            return state.requests.removeValue(forKey: id)
-        }
+        let request = state.withLock { $0.requests.removeValue(forKey: id) }
         guard let request else { return }
         if let error = message["error"] {
             answerFailed(request, error: error)
