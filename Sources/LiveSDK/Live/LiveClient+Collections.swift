@@ -190,7 +190,7 @@ extension LiveClient {
         // resume past changes the window never had.
         let confirmed = observation.confirmed
         guard confirmed.dataStatus == .fresh, confirmed.loadingStatus == .loaded, !collectionFetching.contains(window),
-            let seq = await realtime.lastSeq(of: .collection(window.query.collection))
+            let seq = await storedSeq(of: window)
         else { return }
         await storeResult(
             window,
@@ -200,6 +200,20 @@ extension LiveClient {
             hasPrevious: confirmed.hasPrevious,
             seq: seq
         )
+    }
+
+    /// The sequence number a window's confirmed state is as of: its topic's last one, unless events the topic
+    /// received have not been applied yet (they wait in the engine's queue, or are held during a write; at a
+    /// stop they are dropped). Then it is the last applied event's, or the window's last fetch's if that read
+    /// later: the next start replays what came after it. `nil` when it is not known.
+    private func storedSeq(of window: CollectionWindow) async -> Int64? {
+        let collection = window.query.collection
+        let topic = Topic.collection(collection)
+        guard let received = await realtime.lastSeq(of: topic) else { return nil }
+        let applied = collectionEventApplied[collection]
+        guard let lastEvent = await realtime.lastEventSeq(of: topic), lastEvent != applied else { return received }
+        let asOf = [applied, collectionCountedThrough[window]].compactMap { $0 }.max()
+        return asOf.map { min($0, received) }
     }
 
     /// Stores a window's result (its ids and entities) as of the collection topic's `seq`; a failure is logged.

@@ -93,6 +93,10 @@ public actor LiveClient {
     /// Per window, the event log's sequence number its last fetch's count was read at: later-arriving events up
     /// to it are in that count already.
     var collectionCountedThrough: [CollectionWindow: Int64] = [:]
+    /// Per collection topic, the sequence number of the last event applied to the windows: a window stored
+    /// while later events are still on their way (queued for the engine, or held during a write) is stored
+    /// as of this one, so the next start replays them.
+    var collectionEventApplied: [String: Int64] = [:]
     var nextCollectionObserver = 0
     /// Windows started from a stored result that knows its topic's sequence number: where to resume from.
     var collectionResumeFrom: [CollectionWindow: Int64] = [:]
@@ -471,8 +475,9 @@ public actor LiveClient {
             logCacheFailure(error, ["key": "\(entity.key)"])
         }
         observations[entity.key]?.apply { $0.remoteChanged(entity) }
-        if case .collection = topic {
+        if case .collection(let collection) = topic {
             collectionsChanged(entity, previous: .some(previous), placing: newest, seq: seq)
+            collectionEventApplied[collection] = seq
         } else if newest {
             collectionsChanged(entity)
         }

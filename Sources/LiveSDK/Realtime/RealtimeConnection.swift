@@ -40,6 +40,10 @@ actor RealtimeConnection {
     private var earlyAnswers: [Int64: RealtimeServerMessage] = [:]
     /// The last event sequence number seen per subscribed topic: where a resubscription resumes from.
     private var lastSeq: [Topic: Int64] = [:]
+    /// The sequence number of the last event handed to the engine per subscribed topic (since it was
+    /// subscribed): the engine compares it with the last one it applied to know whether events are still
+    /// on their way to it (see ``lastEventSeq(of:)``).
+    private var lastEventSeq: [Topic: Int64] = [:]
     /// Resuming subscriptions whose ack has not arrived yet, by request ref.
     private var resuming: [Int64: Topic] = [:]
     /// Replayed events still to come per resumed topic (from the ack's `replayed`).
@@ -81,6 +85,10 @@ actor RealtimeConnection {
     /// The last event sequence number seen on `topic` (or its subscription's baseline).
     func lastSeq(of topic: Topic) -> Int64? { lastSeq[topic] }
 
+    /// The sequence number of the last event on `topic` handed to the engine, if one was since the topic was
+    /// subscribed. Until the engine has applied that one, ``lastSeq(of:)`` is ahead of what it holds.
+    func lastEventSeq(of topic: Topic) -> Int64? { lastEventSeq[topic] }
+
     /// Takes a reference on `topic`; returns once the cloud answered the subscription, or at once when
     /// the connection is down or the topic was subscribed already (it is then subscribed on connect, and a
     /// ``RealtimeEvent/connected`` follows).
@@ -113,6 +121,7 @@ actor RealtimeConnection {
         if answer.op == .error {
             machine.abandon(topic)
             lastSeq[topic] = nil
+            lastEventSeq[topic] = nil
             return .refused(answer)
         }
         if let seq = answer.seq {
@@ -141,6 +150,7 @@ actor RealtimeConnection {
         let outcome = machine.expire(topic)
         guard outcome.dropped else { return }
         lastSeq[topic] = nil
+        lastEventSeq[topic] = nil
         replayRemaining[topic] = nil
         if outcome.unsubscribe { _ = await send(.unsubscribe, topic) }
     }
@@ -283,11 +293,15 @@ actor RealtimeConnection {
                 // subscribes again starts afresh: nothing sent meanwhile is replayed.
                 machine.subscriptionEnded(topic)
                 lastSeq[topic] = nil
+                lastEventSeq[topic] = nil
                 events.yield(.subscriptionRefused(topic, code: message.code, message: message.message ?? "subscription ended"))
             }
         case .event:
             guard let seq = message.seq, let topic = message.topic else { return }
-            if machine.wantedTopics.contains(topic) { lastSeq[topic] = max(lastSeq[topic] ?? 0, seq) }
+            if machine.wantedTopics.contains(topic) {
+                lastSeq[topic] = max(lastSeq[topic] ?? 0, seq)
+                lastEventSeq[topic] = seq
+            }
             if let entity = message.entity {
                 events.yield(.entityChanged(seq: seq, topic: topic, entity: entity, previous: message.previous))
             } else if let streamMessage = message.streamMessage {
