@@ -15,7 +15,9 @@ public enum LiveFeedEvent: Sendable, Equatable {
     case status(ConnectionStatus)
     /// Changes made while the connection was down could not be replayed: some may be missing.
     case resync
-    /// The cloud refused the subscription when it was made again on reconnect.
+    /// The cloud refused the subscription when it was made again on reconnect. Nothing more arrives (no
+    /// `resync` for this connection) until the cloud accepts it again on a later reconnection: then the
+    /// changes made meanwhile are replayed, or ``resync`` says some may be missing.
     case error(LiveError)
 }
 
@@ -70,12 +72,14 @@ extension LiveClient {
         await realtime.release(topic)
     }
 
-    /// Hands an event to every subscriber of the topic, in a row, under one emission number.
+    /// Hands an event to every subscriber of the topic, in a row, under one emission number: to those that
+    /// are ready, and a refusal to those still waiting for the connection too.
     func feedEvent(_ topic: Topic, _ event: LiveFeedEvent) {
         guard let listeners = feedListeners[topic] else { return }
         feedEmissions += 1
         let delivery = LiveFeedDelivery(event: event, emission: feedEmissions)
-        for listener in listeners.values where listener.ready { listener.handler(delivery) }
+        let toAll = if case .error = event { true } else { false }
+        for listener in listeners.values where listener.ready || toAll { listener.handler(delivery) }
     }
 
     func feedStatusChanged(_ status: ConnectionStatus) {
@@ -83,9 +87,10 @@ extension LiveClient {
     }
 
     /// After (re)connecting: subscribers waiting for the connection are ready now; those of topics the
-    /// cloud could not resume are told changes may be missing.
-    func feedsConnected(needRefresh: Set<Topic>) {
-        for topic in feedListeners.keys {
+    /// cloud could not resume are told changes may be missing. Those of topics it refused were told so
+    /// (``LiveFeedEvent/error(_:)``) and hear nothing more until a later connection is accepted.
+    func feedsConnected(needRefresh: Set<Topic>, refused: Set<Topic>) {
+        for topic in feedListeners.keys where !refused.contains(topic) {
             if needRefresh.contains(topic) { feedEvent(topic, .resync) }
             let waiting = feedListeners[topic]?.filter { !$0.value.ready } ?? [:]
             guard !waiting.isEmpty else { continue }

@@ -419,8 +419,8 @@ public actor LiveClient {
             connectionStatus = status
             for observer in connectionObservers.values { observer(status) }
             feedStatusChanged(status)
-        case .connected(let needRefresh):
-            feedsConnected(needRefresh: needRefresh)
+        case .connected(let needRefresh, let refused):
+            feedsConnected(needRefresh: needRefresh, refused: refused)
             // Resumed topics had their missed events replayed. The others cannot prove they saw every change:
             // their observers get a resync notice at once, and the full state once fetched.
             for topic in needRefresh {
@@ -429,8 +429,9 @@ public actor LiveClient {
                     continue
                 }
                 if case .stream = topic {
-                    // Messages are not state: what was missed cannot be fetched again. Say so.
-                    streamEvent(topic, .resync)
+                    // Messages are not state: what was missed cannot be fetched again. Say so (a refused
+                    // topic's listeners were told of the refusal instead).
+                    if !refused.contains(topic) { streamEvent(topic, .resync) }
                     continue
                 }
                 guard case .object(let key) = topic, let observation = observations[key] else { continue }

@@ -8,14 +8,17 @@ import Logging
 import NIOCore
 import NIOPosix
 import NIOWebSocket
+import Synchronization
 import WSClient
 
 /// What the realtime connection tells the engine.
 enum RealtimeEvent: Sendable {
     /// The WebSocket is open and every wanted topic has been (re)subscribed, resuming from the last event
     /// seen where the cloud could replay what was missed. The objects of `needRefresh` could not be resumed
-    /// (never had a baseline, or the cloud said resync) and must be fetched again.
-    case connected(needRefresh: Set<Topic>)
+    /// (never had a baseline, the cloud said resync, or refused them) and must be fetched again. Those of
+    /// `refused` were refused: a ``subscriptionRefused(_:code:message:)`` told of each before; their feeds and
+    /// streams got that error instead of a resync notice.
+    case connected(needRefresh: Set<Topic>, refused: Set<Topic>)
     case statusChanged(ConnectionStatus)
     /// An entity changed on a subscribed topic (a write is published on its object topic and on its
     /// collection's topic: subscribed to both, the engine hears it twice).
@@ -232,6 +235,7 @@ actor RealtimeConnection {
         logger.debug("realtime connection established", metadata: ["topics": "\(topics.count)"])
         events.yield(.statusChanged(machine.status))
         var needRefresh: Set<Topic> = []
+        var refused: Set<Topic> = []
         var resumed = 0
         for topic in topics {
             let since = lastSeq[topic]
@@ -245,6 +249,7 @@ actor RealtimeConnection {
                 }
             } else {
                 if let ack, ack.op == .error {
+                    refused.insert(topic)
                     events.yield(.subscriptionRefused(topic, code: ack.code, message: ack.message ?? "refused"))
                 }
                 needRefresh.insert(topic)
@@ -253,7 +258,7 @@ actor RealtimeConnection {
         if !topics.isEmpty {
             logger.debug("resubscribed", metadata: ["resumed": "\(resumed)", "refetch": "\(needRefresh.count)"])
         }
-        events.yield(.connected(needRefresh: needRefresh))
+        events.yield(.connected(needRefresh: needRefresh, refused: refused))
     }
 
     private func received(_ text: String) {
