@@ -185,13 +185,52 @@ actor RealtimeConnection {
         events.yield(.statusChanged(.offline))
     }
 
+    /// One connection, until it ends, bounded while it is being made: the WebSocket client's handshake can
+    /// wait forever and does not end on cancellation (the cloud dying between accepting the connection and
+    /// answering the upgrade leaves the channel half-closed, and NIO's client upgrade handler fails its
+    /// promise only when the channel closes). So the attempt runs in a task of its own, and is given up
+    /// (left to end whenever it does, holding one half-closed socket) when the handshake has not completed
+    /// within ``handshakeTimeout`` or the engine stops meanwhile. Once connected, it ends on cancellation.
     private func connectOnce(token: String) async throws {
+        let handshake = HandshakeGuard()
+        let attempt = Task { try await self.connect(token: token, handshake: handshake) }
+        let timeout = Self.handshakeTimeout
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                handshake.waiting(continuation)
+                // Off the engine's executor: neither touches the actor, and either may outlive the engine's
+                // event loop (the attempt forever, the timer by its timeout).
+                Task.detached {
+                    do {
+                        try await attempt.value
+                        handshake.finish(.success(()))
+                    } catch {
+                        handshake.finish(.failure(error))
+                    }
+                }
+                Task.detached {
+                    try? await Task.sleep(for: timeout)
+                    handshake.giveUpIfNotConnected(RealtimeHandshakeTimeout(timeout: timeout))
+                }
+            }
+        } onCancel: {
+            attempt.cancel()
+            handshake.giveUpIfNotConnected(CancellationError())
+        }
+    }
+
+    /// How long the WebSocket handshake may take.
+    static let handshakeTimeout: Duration = .seconds(10)
+
+    private func connect(token: String, handshake: HandshakeGuard) async throws {
         var configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 24)
         configuration.additionalHeaders[.authorization] = "Bearer \(token)"
         try await WebSocketClient.connect(url: url, configuration: configuration, eventLoopGroup: engineLoop.eventLoop, logger: logger) {
             inbound,
             outbound,
             _ in
+            // Given up meanwhile (too slow, or the engine stopping): a newer attempt may be connecting.
+            guard handshake.connected() else { return }
             enum Part { case reader, closer, setup }
             try await withThrowingTaskGroup(of: Part.self) { group in
                 // The reader runs first: subscription acks (awaited by the setup below) arrive through it.
@@ -364,5 +403,66 @@ actor RealtimeConnection {
         let pending = pendingAcks
         pendingAcks.removeAll()
         for continuation in pending.values { continuation.resume(returning: nil) }
+    }
+}
+
+/// The WebSocket handshake did not complete in time.
+struct RealtimeHandshakeTimeout: Error, CustomStringConvertible {
+    let timeout: Duration
+    var description: String { "the realtime connection's handshake did not complete within \(timeout)" }
+}
+
+/// One connection attempt's outcome, given once: by the attempt when it ends, or by a timeout or a
+/// cancellation while the handshake has not completed.
+final class HandshakeGuard: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<Void, any Error>?
+        var outcome: Result<Void, any Error>?
+        var connected = false
+        var done = false
+    }
+
+    private let state = Mutex(State())
+
+    /// The waiter; resumed at once if the outcome is known already.
+    func waiting(_ continuation: CheckedContinuation<Void, any Error>) {
+        let outcome: Result<Void, any Error>? = state.withLock { state in
+            guard !state.done else { return nil }
+            guard let outcome = state.outcome else {
+                state.continuation = continuation
+                return nil
+            }
+            state.done = true
+            return outcome
+        }
+        if let outcome { continuation.resume(with: outcome) }
+    }
+
+    /// The handshake completed: from now on only the attempt's end ends the wait. Returns false when the
+    /// attempt was given up already: the connection is not to be used.
+    func connected() -> Bool {
+        state.withLock { state in
+            guard !state.done, state.outcome == nil else { return false }
+            state.connected = true
+            return true
+        }
+    }
+
+    func finish(_ outcome: Result<Void, any Error>) { resolve(outcome, onlyIfNotConnected: false) }
+
+    func giveUpIfNotConnected(_ error: any Error) { resolve(.failure(error), onlyIfNotConnected: true) }
+
+    private func resolve(_ outcome: Result<Void, any Error>, onlyIfNotConnected: Bool) {
+        let continuation: CheckedContinuation<Void, any Error>? = state.withLock { state in
+            guard !state.done, !(onlyIfNotConnected && state.connected) else { return nil }
+            guard let continuation = state.continuation else {
+                if state.outcome == nil { state.outcome = outcome }
+                return nil
+            }
+            state.done = true
+            state.continuation = nil
+            return continuation
+        }
+        continuation?.resume(with: outcome)
     }
 }
