@@ -116,9 +116,19 @@ final class TestCluster: Sendable {
 
     /// Kills the cloud with SIGKILL (no shutdown) and starts it again on the same port and storage.
     func killAndRestartCloud() async throws {
+        killCloud()
+        try await restartCloud()
+    }
+
+    /// Kills the cloud with SIGKILL (no shutdown): its port refuses connections until ``restartCloud()``.
+    func killCloud() {
         let old = cloud.withLock { $0 }
         kill(old.processIdentifier, SIGKILL)
         old.waitUntilExit()
+    }
+
+    /// Starts the cloud again (after ``killCloud()``) on the same port and storage.
+    func restartCloud() async throws {
         let (process, _) = try await Self.launchCloud(
             in: directory,
             port: cloudPort,

@@ -16,11 +16,23 @@ struct CloudClient: Sendable {
     let httpClient: HTTPClient
     let timeout: TimeAmount
 
-    init(baseURL: String, httpClient: HTTPClient = .shared, timeout: TimeAmount = .seconds(10)) {
+    init(baseURL: String, httpClient: HTTPClient = CloudClient.engineHTTPClient, timeout: TimeAmount = .seconds(10)) {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.httpClient = httpClient
         self.timeout = timeout
     }
+
+    /// The engine's HTTP client, for the life of the process (like `HTTPClient.shared`, never shut down). A
+    /// connection that cannot be made fails the request at once: the engine retries with its own backoff and
+    /// tells observers meanwhile. (The default client retries a refused connection until its connect timeout,
+    /// which kept observers `loading` for 10 s before they heard of the failure.) A connection attempt that
+    /// gets no answer (the cloud's host unreachable) fails after 3 s.
+    static let engineHTTPClient: HTTPClient = {
+        var configuration = HTTPClient.Configuration.singletonConfiguration
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.timeout.connect = .seconds(3)
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
 
     func login(_ request: LoginRequest) async throws(LiveError) -> LoginResponse {
         let (status, body) = try await send(method: .POST, path: CloudPath.login, token: nil, body: request)

@@ -298,7 +298,9 @@ extension LiveClient {
         while collectionObservations[window] === observation {
             collectionRefetchWanted.remove(window)
             changesDuringCollectionFetch[window] = []
-            if !(quiet || again) || failures > 0 { observation.apply { $0.fetchStarted() } }
+            // `loading` once (not for a quiet refill): a retry after a failure stays `error` until it succeeds,
+            // rather than telling observers loading/error again at every attempt.
+            if !(quiet || again) { observation.apply { $0.fetchStarted() } }
             again = true
             // The topic is subscribed: every event after this number reaches the window, during the fetch
             // too, so the stored result is as of it (a replay from it later re-applies some, harmlessly).
@@ -330,7 +332,7 @@ extension LiveClient {
                 logger.warning("query failed", metadata: ["query": "\(window.query.canonicalText)", "error": "\(error)", "attempt": "\(failures)"])
                 observation.apply { $0.fetchFailed(error) }
                 do {
-                    try await Task.sleep(for: Backoff.delay(attempt: failures + 2, jitter: Double.random(in: 0..<1)))
+                    try await retryPause(after: failures)
                 } catch {
                     break
                 }

@@ -145,7 +145,7 @@ extension LiveClient {
                     metadata: ["key": "\(entry.key)", "error": "\(error)", "attempt": "\(failures)"]
                 )
                 do {
-                    try await Task.sleep(for: Backoff.delay(attempt: failures + 2, jitter: Double.random(in: 0..<1)))
+                    try await retryPause(after: failures)
                 } catch {
                     break
                 }

@@ -104,6 +104,9 @@ public actor LiveClient {
     var collectionsCatchingUp: Set<CollectionWindow> = []
     /// Open result indexes (windowed reads by index from the cache), by query.
     var resultIndexes: [CollectionQuery: ResultIndex] = [:]
+    /// Retries waiting out their backoff (see LiveClient+Retry.swift).
+    var retryPauses: [Int: RetryPause] = [:]
+    var nextRetryPause = 0
     // Streams (see LiveClient+Streams.swift).
     var streamListeners: [Topic: [Int: StreamListener]] = [:]
     var nextStreamListener = 0
@@ -342,7 +345,9 @@ public actor LiveClient {
         var failures = 0
         while observations[key] === observation {
             refetchWanted.remove(key)
-            observation.apply { $0.fetchStarted() }
+            // `loading` once: a retry after a failure stays `error` until it succeeds, rather than telling
+            // observers loading/error again at every attempt.
+            if failures == 0 { observation.apply { $0.fetchStarted() } }
             do {
                 // Every event up to the subscription's last seen sequence number is committed before the fetch
                 // reads: the fetched state holds them all, so the cache can say so.
@@ -370,7 +375,7 @@ public actor LiveClient {
                 observation.apply { $0.fetchFailed(error) }
                 // From about 400 ms up to 30 s; ends early when the engine stops (cancellation).
                 do {
-                    try await Task.sleep(for: Backoff.delay(attempt: failures + 2, jitter: Double.random(in: 0..<1)))
+                    try await retryPause(after: failures)
                 } catch {
                     break
                 }
@@ -420,6 +425,7 @@ public actor LiveClient {
             for observer in connectionObservers.values { observer(status) }
             feedStatusChanged(status)
         case .connected(let needRefresh, let refused):
+            endRetryPauses()
             feedsConnected(needRefresh: needRefresh, refused: refused)
             // Resumed topics had their missed events replayed. The others cannot prove they saw every change:
             // their observers get a resync notice at once, and the full state once fetched.

@@ -291,12 +291,16 @@ public struct LiveCollectionState: Sendable {
         var next = confirmed
         next.loadingStatus = .error
         next.error = error
-        if next.dataStatus == .notExist { next.dataStatus = .error }
+        // No longer fresh when the cloud refused to let it be read (a permission was revoked).
+        if next.dataStatus == .notExist || error.code == .notPermitted { next.dataStatus = .error }
         return emit(next)
     }
 
     /// Continuity with the cloud was lost: a resync notice (with `loading`); the refetch's outcome follows.
     public mutating func resyncStarted() -> LiveCollectionChange? {
+        // No notice when the last load failed: observers were told then that the window is not known to be
+        // current, and the fetch's outcome follows all the same.
+        guard confirmed.loadingStatus != .error else { return nil }
         var next = confirmed
         next.loadingStatus = .loading
         next.resync = true

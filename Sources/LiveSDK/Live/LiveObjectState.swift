@@ -169,9 +169,11 @@ public struct LiveObjectState: Sendable {
     }
 
     /// Continuity was lost (see ``LiveObjectChange/resync``): the notice goes out at once, with
-    /// `loadingStatus: loading`, and a fetch follows.
+    /// `loadingStatus: loading`, and a fetch follows. No notice when the last load failed: observers were
+    /// told then that their data is not known to be current, and the fetch's outcome follows all the same.
     public mutating func resyncStarted() -> LiveObjectChange? {
         eventSinceFetchStarted = false
+        guard confirmed.loadingStatus != .error else { return nil }
         var next = confirmed
         next.loadingStatus = .loading
         next.resync = true
@@ -227,12 +229,13 @@ public struct LiveObjectState: Sendable {
         return commit(next)
     }
 
-    /// The fetch failed: the data that was there is kept.
+    /// The fetch failed: the data that was there is kept. It is no longer `fresh` when the cloud refused to
+    /// let it be read (`notPermitted`: a permission was revoked): nothing keeps it current any more.
     public mutating func fetchFailed(_ error: LiveError) -> LiveObjectChange? {
         var next = confirmed
         next.loadingStatus = .error
         next.error = error
-        if next.snapshot == nil { next.dataStatus = .error }
+        if next.snapshot == nil || error.code == .notPermitted { next.dataStatus = .error }
         return commit(next)
     }
 
@@ -277,7 +280,8 @@ public struct LiveObjectState: Sendable {
 public enum ObservePolicy: String, Sendable, Codable {
     /// The cached version at once when there is one, then the fresh one. The default.
     case localThenFresh
-    /// Nothing until the cloud has answered.
+    /// Nothing until the cloud has answered, or the fetch failed (an `error` loading status, with the
+    /// cached data if there is some).
     case freshOnly
 }
 
@@ -370,7 +374,8 @@ public struct ObserverFilter: Sendable {
         case .localThenFresh:
             if once && change.dataStatus == .notExist && change.loadingStatus == .loading { return false }
         case .freshOnly:
-            if change.dataStatus == .local || awaitingFetch { return false }
+            // A failure is the cloud's answer too (or the lack of one): said, with whatever data there is.
+            if change.loadingStatus != .error && (change.dataStatus == .local || awaitingFetch) { return false }
         }
         return true
     }
