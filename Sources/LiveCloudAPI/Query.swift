@@ -215,3 +215,19 @@ public enum PageRequest: Sendable, Equatable {
     /// The `limit` items right before this position.
     case before(QueryPosition)
 }
+
+/// What the caller may do with a collection, under the cloud's permissions (`GET
+/// /v1/collections/{collection}/access`).
+public struct CollectionAccess: Codable, Sendable, Equatable {
+    public var collection: String
+    /// May read its objects: fetch, query, and subscribe to its realtime topics.
+    public var read: Bool
+    /// May create, replace, merge and delete its objects.
+    public var write: Bool
+
+    public init(collection: String, read: Bool, write: Bool) {
+        self.collection = collection
+        self.read = read
+        self.write = write
+    }
+}

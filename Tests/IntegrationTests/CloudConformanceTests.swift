@@ -89,6 +89,12 @@ import Testing
             try await call(r, cluster, .GET, objects, CloudPath.objects("notes") + "?sort=rank&limit=1&after=\(cursor)", token: alice).status == 200
         )
         #expect(try await call(r, cluster, .GET, objects, CloudPath.objects("notes") + "?where=nonsense", token: alice).status == 400)
+        let access = "/v1/collections/{collection}/access"
+        let notesAccess = try await call(r, cluster, .GET, access, CloudPath.access("notes"), token: alice)
+        #expect(notesAccess.status == 200)
+        #expect(try json(CollectionAccess.self, notesAccess.body) == CollectionAccess(collection: "notes", read: true, write: true))
+        #expect(try await call(r, cluster, .GET, access, CloudPath.access("no%20such"), token: alice).status == 400)
+        #expect(try await call(r, cluster, .GET, access, CloudPath.access("notes")).status == 401)
         #expect(try await call(r, cluster, .DELETE, object, n2, token: alice).status == 200)
         #expect(try await call(r, cluster, .DELETE, object, n2, token: alice).status == 404)
 

@@ -49,6 +49,20 @@ struct ObjectRoutes: Sendable {
             return try JSONResponse.make(.ok, try await store.query(query, page: page, limit: limit))
         }
 
+        router.get("/v1/collections/:collection/access") { request, context -> Response in
+            let user = try await auth.user(for: request)
+            let collection = context.parameters.get("collection") ?? ""
+            guard EntityKey.isValidName(collection) else {
+                throw CloudHTTPError(.badRequest, .badRequest, "a collection name is 1-128 characters of A-Z a-z 0-9 _ - .")
+            }
+            let access = CollectionAccess(
+                collection: collection,
+                read: permissions.allows(user, .read, collection),
+                write: permissions.allows(user, .write, collection)
+            )
+            return try JSONResponse.make(.ok, access)
+        }
+
         router.get("/v1/collections/:collection/objects/:id") { request, context -> Response in
             let user = try await auth.user(for: request)
             let key = try Self.key(context)

@@ -201,6 +201,7 @@ struct RequestHandler {
             once: observe.once ?? false
         )
         try checkTokenLimit()
+        try await checkReadable(key.collection)
         let token = connection.allocateToken()
         // The answer is queued before the subscription, so it precedes the token's first notification.
         connection.respond(result: TokenResult(token: token), id: id)
@@ -218,6 +219,16 @@ struct RequestHandler {
         connection.tokenSubscribed(token, .object(subscription))
     }
 
+    /// An observation the cloud would refuse (its permissions do not let the daemon's user read the
+    /// collection) fails its request with `-32002` (see ``LiveClient/checkReadable(collection:)``).
+    private func checkReadable(_ collection: String) async throws {
+        do {
+            try await context.engine.checkReadable(collection: collection)
+        } catch {
+            throw RPCError(error)
+        }
+    }
+
     private func observeCollection(_ id: RequestID, _ params: JSONValue?) async throws {
         let observe = try Self.decode(CollectionObserveParams.self, params, method: Method.collectionObserve)
         let query = CollectionQuery(
@@ -231,6 +242,7 @@ struct RequestHandler {
             throw RPCError(code: .invalidParams, message: "params.pageSize must be from 1 to 100, not \(pageSize)")
         }
         try checkTokenLimit()
+        try await checkReadable(query.collection)
         let window = CollectionWindow(query: query, pageSize: pageSize, anchor: observe.anchor == .last ? .last : .first)
         let token = connection.allocateToken()
         connection.respond(result: TokenResult(token: token), id: id)

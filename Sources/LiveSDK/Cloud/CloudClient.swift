@@ -46,6 +46,13 @@ struct CloudClient: Sendable {
         return try Self.decode(LoginResponse.self, from: body, what: "session renewal")
     }
 
+    /// What the session's user may do with `collection` (reads nothing of it).
+    func access(_ collection: String, token: String) async throws(LiveError) -> CollectionAccess {
+        let (status, body) = try await send(method: .GET, path: CloudPath.access(collection), token: token, body: Optional<Int>.none)
+        guard status == .ok else { throw Self.error(status: status, body: body, what: "access check of \(collection)") }
+        return try Self.decode(CollectionAccess.self, from: body, what: "access check")
+    }
+
     func logout(token: String) async throws(LiveError) {
         let (status, body) = try await send(method: .POST, path: CloudPath.logout, token: token, body: Optional<Int>.none)
         guard status == .noContent else { throw Self.error(status: status, body: body, what: "logout") }

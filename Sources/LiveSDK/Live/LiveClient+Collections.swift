@@ -324,6 +324,7 @@ extension LiveClient {
                     hasPrevious: result.hasPrevious,
                     seq: result.seq
                 )
+                readOutcome(window.query.collection, nil)
                 await cacheStored(result.items.count)
                 failures = 0
                 if !collectionRefetchWanted.contains(window) { break }
@@ -331,6 +332,7 @@ extension LiveClient {
                 failures += 1
                 logger.warning("query failed", metadata: ["query": "\(window.query.canonicalText)", "error": "\(error)", "attempt": "\(failures)"])
                 observation.apply { $0.fetchFailed(error) }
+                readOutcome(window.query.collection, error)
                 do {
                     try await retryPause(after: failures)
                 } catch {

@@ -107,6 +107,10 @@ public actor LiveClient {
     /// Retries waiting out their backoff (see LiveClient+Retry.swift).
     var retryPauses: [Int: RetryPause] = [:]
     var nextRetryPause = 0
+    // What the cloud lets the session's user read (see LiveClient+Permissions.swift).
+    var collectionsReadable: Set<String> = []
+    var collectionRefusals: [String: LiveError] = [:]
+    var readabilityProbes: [String: Task<LiveError?, Never>] = [:]
     // Streams (see LiveClient+Streams.swift).
     var streamListeners: [Topic: [Int: StreamListener]] = [:]
     var nextStreamListener = 0
@@ -366,6 +370,7 @@ public actor LiveClient {
                     logCacheFailure(error, ["key": "\(key)"])
                 }
                 observation.apply { $0.fetchSucceeded(entity) }
+                readOutcome(key.collection, nil)
                 await cacheStored(1)
                 failures = 0
                 if !refetchWanted.contains(key) { break }
@@ -373,6 +378,7 @@ public actor LiveClient {
                 failures += 1
                 logger.warning("fetch failed", metadata: ["key": "\(key)", "error": "\(error)", "attempt": "\(failures)"])
                 observation.apply { $0.fetchFailed(error) }
+                readOutcome(key.collection, error)
                 // From about 400 ms up to 30 s; ends early when the engine stops (cancellation).
                 do {
                     try await retryPause(after: failures)
@@ -425,6 +431,7 @@ public actor LiveClient {
             for observer in connectionObservers.values { observer(status) }
             feedStatusChanged(status)
         case .connected(let needRefresh, let refused):
+            forgetReadability()
             endRetryPauses()
             feedsConnected(needRefresh: needRefresh, refused: refused)
             // Resumed topics had their missed events replayed. The others cannot prove they saw every change:

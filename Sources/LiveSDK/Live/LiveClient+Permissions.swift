@@ -1,0 +1,68 @@
+// Licensed under the Apache License, Version 2.0.
+
+import LiveCloudAPI
+
+extension LiveClient {
+    /// Whether the cloud lets the session's user read `collection` (its objects and queries): throws
+    /// ``LiveError`` `notPermitted` when the cloud refused, so that an observation it would refuse fails at
+    /// once rather than living on as a token that only ever reports the refusal.
+    ///
+    /// What the engine learnt stands until the realtime connection is made again (the cloud's permissions
+    /// may have changed meanwhile): each fetch says so, and when nothing did yet, the cloud's access check
+    /// (`GET /v1/collections/{collection}/access`, which reads nothing) asks, once for every caller
+    /// meanwhile. Nothing is asked while the realtime connection is down, and a question that fails answers
+    /// nothing: the observation's own fetch reports why.
+    public func checkReadable(collection: String) async throws(LiveError) {
+        if let refusal = collectionRefusals[collection] { throw refusal }
+        guard !collectionsReadable.contains(collection), connectionStatus == .connected else { return }
+        let probe: Task<LiveError?, Never>
+        if let running = readabilityProbes[collection] {
+            probe = running
+        } else {
+            probe = Task { await self.askReadable(collection) }
+            readabilityProbes[collection] = probe
+        }
+        if let refusal = await probe.value { throw refusal }
+    }
+
+    private func askReadable(_ collection: String) async -> LiveError? {
+        defer { readabilityProbes[collection] = nil }
+        do {
+            let access = try await withSession { token throws(LiveError) in try await cloud.access(collection, token: token) }
+            guard access.read else {
+                let refusal = LiveError(
+                    code: .notPermitted,
+                    message:
+                        "the cloud does not let \(session.username) read the collection \(collection) (the cloud's permissions for the daemon's user)"
+                )
+                readOutcome(collection, refusal)
+                return refusal
+            }
+            readOutcome(collection, nil)
+            return nil
+        } catch {
+            return nil
+        }
+    }
+
+    /// What a read of `collection` taught: allowed (`nil`), refused (`notPermitted`), or nothing (another
+    /// failure).
+    func readOutcome(_ collection: String, _ error: LiveError?) {
+        switch error?.code {
+        case nil:
+            collectionRefusals[collection] = nil
+            collectionsReadable.insert(collection)
+        case .notPermitted?:
+            collectionsReadable.remove(collection)
+            collectionRefusals[collection] = error
+        default:
+            break
+        }
+    }
+
+    /// The realtime connection was made again: the cloud's permissions may have changed while it was down.
+    func forgetReadability() {
+        collectionsReadable.removeAll()
+        collectionRefusals.removeAll()
+    }
+}
