@@ -367,32 +367,33 @@ struct ClusterError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// Lines of a pipe, as an async sequence (fed by the file handle's readability handler).
+/// Lines of a pipe, as an async sequence, read by a thread of its own until the pipe's end of file.
+///
+/// Not with `FileHandle.readabilityHandler`: on Linux its dispatch source races with the handle's close
+/// (the handler clearing itself at end of file), and the test process crashed now and then in libdispatch's
+/// epoll drain (`_dispatch_event_loop_drain`) while a child process it read from exited.
 final class LineReader: Sendable {
     let lines: AsyncStream<String>
 
     init(_ handle: FileHandle) {
         let (lines, sink) = AsyncStream.makeStream(of: String.self)
         self.lines = lines
-        let pending = Mutex(Data())
-        handle.readabilityHandler = { handle in
-            let chunk = handle.availableData
-            if chunk.isEmpty {
-                handle.readabilityHandler = nil
-                sink.finish()
-                return
-            }
-            let complete = pending.withLock { buffer -> [String] in
-                buffer.append(chunk)
-                var out: [String] = []
-                while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                    out.append(String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self))
-                    buffer.removeSubrange(buffer.startIndex...newline)
+        let thread = Thread {
+            var pending = Data()
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            while true {
+                let n = read(handle.fileDescriptor, &buffer, buffer.count)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { break }
+                pending.append(contentsOf: buffer[0..<n])
+                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                    sink.yield(String(decoding: pending[pending.startIndex..<newline], as: UTF8.self))
+                    pending.removeSubrange(pending.startIndex...newline)
                 }
-                return out
             }
-            for line in complete { sink.yield(line) }
+            sink.finish()
         }
+        thread.start()
     }
 }
 
