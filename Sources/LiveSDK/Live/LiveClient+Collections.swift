@@ -376,6 +376,10 @@ extension LiveClient {
         }
         // Items that left during the fetch may leave the window short of its pages: fetch once more.
         if observation.needsRefill { collectionRefetchWanted.insert(window) }
+        // The fetch's read is applied: a change from now on is applied as it comes, and asks for a refill
+        // itself (held for a replay that never comes, one arriving while the result is being cached left the
+        // window short of its pages until the next change).
+        changesDuringCollectionFetch[window] = nil
     }
 
     /// Reads the window from the cloud: as many pages of up to 100 as it holds, from its anchor.
