@@ -314,11 +314,13 @@ final class TestCluster: Sendable {
         _ path: String,
         json: String? = nil,
         token: String? = nil,
+        headers: [(String, String)] = [],
         on baseURL: String? = nil
     ) async throws -> (status: Int, body: String) {
         var request = HTTPClientRequest(url: (baseURL ?? cloudURL) + path)
         request.method = method
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        request.headers.add(contentsOf: headers)
         if let json { request.body = .bytes(ByteBuffer(string: json)) }
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
         return (Int(response.status.code), String(buffer: try await response.body.collect(upTo: 1 << 24)))

@@ -115,6 +115,7 @@ final class CheckerClient: Sendable {
         var connected = false
         var connection = 0
         var statsTokens: Int?
+        var statsPendingWrites: Int?
         /// Tokens whose invalidation was sent and not answered yet.
         var invalidating: Set<Int64> = []
     }
@@ -122,13 +123,21 @@ final class CheckerClient: Sendable {
     let name: String
     let plans: [Plan]
     private let log: CheckerLog
+    private let ledger: WriteLedger
     private let state = Mutex(State())
     private let channel = Mutex<(any Channel)?>(nil)
 
-    init(name: String, plans: [Plan], log: CheckerLog) {
+    init(name: String, plans: [Plan], log: CheckerLog, ledger: WriteLedger) {
         self.name = name
         self.plans = plans
         self.log = log
+        self.ledger = ledger
+    }
+
+    /// Drops the requests of a connection that ended: a write among them may or may not be in the outbox.
+    private func dropRequests(_ state: inout State) {
+        for case .write(let id) in state.requests.values { ledger.unknown(id) }
+        state.requests = [:]
     }
 
     private final class Reader: ChannelInboundHandler, Sendable {
@@ -150,7 +159,7 @@ final class CheckerClient: Sendable {
         let connection = state.withLock { state -> Int in
             state.connection += 1
             state.buffer = []
-            state.requests = [:]
+            dropRequests(&state)
             state.tokens = [:]
             return state.connection
         }
@@ -224,11 +233,16 @@ final class CheckerClient: Sendable {
     }
 
     func requestStats() async throws {
-        state.withLock { $0.statsTokens = nil }
+        state.withLock {
+            $0.statsTokens = nil
+            $0.statsPendingWrites = nil
+        }
         try await send("daemon.stats", [:], .stats)
     }
 
     var statsTokens: Int? { state.withLock { $0.statsTokens } }
+    /// Writes acknowledged to clients that wait in the daemon's outbox (`daemon.stats`).
+    var statsPendingWrites: Int? { state.withLock { $0.statsPendingWrites } }
     var tokenCount: Int { state.withLock { $0.tokens.count } }
     var outstandingRequests: Int { state.withLock { $0.requests.count } }
 
@@ -251,7 +265,7 @@ final class CheckerClient: Sendable {
             guard state.connection == connection else { return }
             state.connected = false
             state.tokens = [:]
-            state.requests = [:]
+            dropRequests(&state)
             state.invalidating = []
         }
         log.note("\(name) disconnected (#\(connection))")
@@ -323,9 +337,13 @@ final class CheckerClient: Sendable {
                 state.invalidating.remove(token)
             }
         case .write(let id):
+            ledger.applied(id)
             log.note("\(name) wrote \(id): \(line.prefix(160))")
         case .stats:
-            state.withLock { $0.statsTokens = result["tokens"]?.numberValue.map(Int.init) }
+            state.withLock {
+                $0.statsTokens = result["tokens"]?.numberValue.map(Int.init)
+                $0.statsPendingWrites = result["pendingWrites"]?.numberValue.map(Int.init)
+            }
         }
     }
 

@@ -14,14 +14,16 @@ import Synchronization
 /// through the daemon, page their windows and observe again; one or two faults strike (realtime drops, the
 /// cloud refusing connections or REST calls, the cloud killed and restarted, the daemon killed or stopped and
 /// restarted, a client that stops reading). Then writes and faults stop, and the checker waits for every
-/// token to show the cloud's data, `count` and paging flags exactly, and for the daemon's token count to equal
-/// the tokens the clients hold.
+/// token to show the cloud's data, `count` and paging flags exactly, for the daemon's token count to equal
+/// the tokens the clients hold and its outbox to be empty; then every write must have been applied once
+/// (``WriteLedger``).
 struct LiveSemanticsChecker {
     static let collection = "chk"
     static let groups = ["g1", "g2"]
 
     enum Fault: String, CaseIterable, Sendable {
-        case realtimeDrop, cloudRefusesRealtime, cloudFailsRequests, cloudKilled, daemonKilled, daemonStopped, slowReader
+        case realtimeDrop, cloudRefusesRealtime, cloudFailsRequests, cloudLosesWriteAnswers, cloudKilled, daemonKilled, daemonStopped,
+            slowReader
     }
 
     struct Figures: CustomStringConvertible {
@@ -53,13 +55,15 @@ struct LiveSemanticsChecker {
         log.note("seed \(seed), event retention \(retention)")
         var figures = Figures()
         let ids = (0..<itemCount).map { "i\($0)" }
-        var remote = try await RemoteWriter(cluster: cluster)
+        let ledger = WriteLedger()
+        var remote = try await RemoteWriter(cluster: cluster, ledger: ledger)
         for id in ids {
-            try await remote.put(
+            _ = try await remote.put(
                 id,
                 ["group": .string(Self.groups.randomElement(using: &random)!), "rank": .number(Double(Int.random(in: 0..<50, using: &random)))]
             )
         }
+        _ = ledger.check(versions: try await remote.liveItems().mapValues(\.version))  // the versions writes count from
         try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
 
         let clients = (0..<3).map { n -> CheckerClient in
@@ -72,7 +76,7 @@ struct LiveSemanticsChecker {
                 )
                 plans.append(.collection(slot: slot, query))
             }
-            return CheckerClient(name: "c\(n)", plans: plans, log: log)
+            return CheckerClient(name: "c\(n)", plans: plans, log: log, ledger: ledger)
         }
         for client in clients { try await client.connect(cluster.socketPath) }
 
@@ -167,6 +171,9 @@ struct LiveSemanticsChecker {
             try await cluster.fault(#"{"dropConnections":true,"refuseConnectionsForMs":\#(Int.random(in: 300...1500, using: &random))}"#)
         case .cloudFailsRequests:
             try await cluster.fault(#"{"failRequests":\#(Int.random(in: 1...6, using: &random))}"#)
+        case .cloudLosesWriteAnswers:
+            // Applied, then answered 503: the writer (the daemon's outbox, the remote writer) sends it again.
+            try await cluster.fault(#"{"loseWriteAnswers":\#(Int.random(in: 1...4, using: &random))}"#)
         case .cloudKilled:
             try await cluster.killAndRestartCloud()
         case .daemonKilled, .daemonStopped:
@@ -210,12 +217,15 @@ struct LiveSemanticsChecker {
                 try await clients[0].requestStats()
                 try await Task.sleep(for: .milliseconds(50))
                 let held = clients.map(\.tokenCount).reduce(0, +)
-                if let counted = clients[0].statsTokens {
-                    if counted == held {
+                if let counted = clients[0].statsTokens, let pending = clients[0].statsPendingWrites {
+                    if counted == held, pending == 0 {
+                        // Every acknowledged write has reached the cloud: each must have been applied once.
+                        let versions = try await remote.liveItems().mapValues(\.version)
+                        for violation in remote.ledger.check(versions: versions) { log.violation(violation) }
                         log.note("settled: \(held) tokens")
                         return
                     }
-                    differences = ["the daemon holds \(counted) tokens, the clients \(held)"]
+                    differences = ["the daemon holds \(counted) tokens, the clients \(held); \(pending) writes wait in its outbox"]
                 }
             }
             try await Task.sleep(for: .milliseconds(100))
@@ -227,29 +237,52 @@ struct LiveSemanticsChecker {
 /// The remote writer: another device writing to the cloud's REST API, and the checker's read of the truth.
 struct RemoteWriter {
     let cluster: TestCluster
+    let ledger: WriteLedger
     private var token: String
 
-    init(cluster: TestCluster) async throws {
+    init(cluster: TestCluster, ledger: WriteLedger) async throws {
         self.cluster = cluster
+        self.ledger = ledger
         token = try await cluster.login()
     }
 
-    /// A write; `false` when the cloud could not take it now (a fault).
+    /// A write; `false` when it was not applied, or the cloud did not answer it (a fault).
     mutating func put(_ id: String, _ data: JSONValue) async throws -> Bool {
-        do {
-            _ = try await cluster.put(LiveSemanticsChecker.collection, id, data, token: token)
-            return true
-        } catch {
-            token = (try? await cluster.login()) ?? token
-            return false
-        }
+        let body = String(decoding: try JSONEncoder().encode(PutObjectRequest(data: data)), as: UTF8.self)
+        return try await write(.PUT, id, json: body)
     }
 
     mutating func delete(_ id: String) async throws -> Bool {
+        try await write(.DELETE, id, json: nil)
+    }
+
+    /// A write under an `Idempotency-Key`, sent again under it through a fault until the cloud answers (for
+    /// about a second): each is then known applied or not, and counted in the ledger. One the cloud never
+    /// answered is counted as of unknown outcome.
+    private mutating func write(_ method: HTTPMethod, _ id: String, json: String?) async throws -> Bool {
         let path = CloudPath.object(EntityKey(collection: LiveSemanticsChecker.collection, id: id))
-        guard let answer = try? await cluster.call(.DELETE, path, token: token) else { return false }
-        if answer.status == 401 { token = (try? await cluster.login()) ?? token }
-        return answer.status == 200
+        let key = "chk-\(UUID().uuidString)"
+        for attempt in 0..<12 {
+            if attempt > 0 { try await Task.sleep(for: .milliseconds(100)) }
+            guard let answer = try? await cluster.call(method, path, json: json, token: token, headers: [("Idempotency-Key", key)]) else {
+                continue
+            }
+            switch answer.status {
+            case 200, 201:
+                ledger.applied(id)
+                return true
+            case 404 where method == .DELETE:
+                return false  // deleted already: nothing applied
+            case 401:
+                token = (try? await cluster.login()) ?? token
+            case 500...:
+                continue
+            default:
+                throw CheckFailure("the cloud answered \(method) \(path) with \(answer.status): \(answer.body.prefix(200))")
+            }
+        }
+        ledger.unknown(id)
+        return false
     }
 
     /// Every live item of the collection as the cloud stores it now (retrying through a restart of it).
