@@ -66,7 +66,8 @@ public struct ErrorResponse: Codable, Sendable, Error {
     public struct Body: Codable, Sendable {
         public var code: CloudErrorCode
         public var message: String
-        /// On `version_conflict`: the version stored now (0 when the object does not exist).
+        /// On `version_conflict`: the version stored now (0 when the object does not exist). On `not_found`
+        /// of a `GET` of a deleted object: its deletion's version.
         public var currentVersion: Int64?
     }
 

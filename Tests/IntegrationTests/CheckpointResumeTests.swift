@@ -95,6 +95,41 @@ import Testing
         #expect(!next.contains { $0.resync == true }, "\(next)")
     }
 
+    /// Found deleted by the restarted daemon's fetch (the deletion beyond the cloud's event log), an object
+    /// written again through the daemon shows the write at once, pending, at the deletion's version, above a
+    /// re-observation's `sinceVersion`. (The live-semantics checker saw the pending write shown at the version
+    /// the daemon's cache held, older than the client's after a SIGKILL had cut the cache's last write: held
+    /// back by `sinceVersion`, the token went from the deletion to the write's confirmed version as if
+    /// versions had been lost. The fetch now learns the deletion's version from the cloud's 404; this
+    /// example passes without that too, as the daemon learns it here otherwise: it pins the promise, and
+    /// CloudConformanceTests the 404's `currentVersion`.)
+    @Test func anObjectFoundDeletedAfterARestartAndWrittenAgainShowsTheWritePendingAtTheDeletionsVersion() async throws {
+        let cluster = try await TestCluster.start(cloudArguments: ["--event-retention", "10"])
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        let token = try await cluster.login()
+        try await cluster.put("notes", "d1", ["v": 1], token: token)
+        try await observeOnce(cluster, "d1")  // the daemon's cache holds v1
+        #expect(cluster.stopDaemon() == 0)
+        // v2, which the client is to have seen (the daemon lost it), then the deletion, v3.
+        try await cluster.put("notes", "d1", ["v": 2], token: token)
+        _ = try await cluster.delete("notes", "d1")
+        for n in 1...20 { try await cluster.put("notes", "other", ["n": .number(Double(n))], token: token) }
+        try await cluster.startDaemon()
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+
+        let seen = try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "checkpoint") { daemon in
+            let queue = Queue(try await daemon.observeObject(collection: "notes", id: "d1", sinceVersion: 2).changes)
+            _ = try await elements(queue, until: "the deletion") { $0.dataStatus == .notExist && $0.loadingStatus == .loaded }
+            let written = try await daemon.update(collection: "notes", id: "d1", data: ["v": 4])
+            #expect(written.version == 4)
+            return try await elements(queue, until: "v4") { $0.snapshot?.version == 4 && $0.dataStatus == .fresh }
+        }
+        let pending = seen.first { $0.pendingWrites == true }
+        #expect(pending?.snapshot?.version == 3 && pending?.snapshot?.data == ["v": 4], "the write, pending, at the deletion's version: \(seen)")
+        #expect(!seen.contains { ($0.snapshot?.version ?? 3) <= 2 }, "nothing at or below sinceVersion: \(seen)")
+    }
+
     /// How many times the cloud answered a query of `collection`.
     func queryFetches(_ cluster: TestCluster, _ collection: String) async throws -> Int {
         try await cluster.stats().fetches.filter { $0.key.hasPrefix("query:") && $0.key.contains(#""collection":"\#(collection)""#) }

@@ -95,8 +95,13 @@ import Testing
         #expect(try json(CollectionAccess.self, notesAccess.body) == CollectionAccess(collection: "notes", read: true, write: true))
         #expect(try await call(r, cluster, .GET, access, CloudPath.access("no%20such"), token: alice).status == 400)
         #expect(try await call(r, cluster, .GET, access, CloudPath.access("notes")).status == 401)
-        #expect(try await call(r, cluster, .DELETE, object, n2, token: alice).status == 200)
+        let tombstone = try await call(r, cluster, .DELETE, object, n2, token: alice)
+        #expect(tombstone.status == 200)
         #expect(try await call(r, cluster, .DELETE, object, n2, token: alice).status == 404)
+        // A deleted object's 404 says the deletion's version.
+        let gone = try await call(r, cluster, .GET, object, n2, token: alice)
+        #expect(gone.status == 404)
+        #expect(try json(ErrorResponse.self, gone.body).error.currentVersion == (try json(Entity.self, tombstone.body)).version)
 
         // Streams.
         let streams = CloudPath.streams

@@ -68,8 +68,10 @@ struct ObjectRoutes: Sendable {
             let key = try Self.key(context)
             try permissions.check(user, .read, key.collection)
             hub.recordFetch(key)
-            guard let entity = try await store.get(key), !entity.deleted else {
-                throw CloudHTTPError(.notFound, .notFound, "no object \(key)")
+            guard let entity = try await store.get(key) else { throw CloudHTTPError(.notFound, .notFound, "no object \(key)") }
+            guard !entity.deleted else {
+                // The deletion's version: a client that knew an older one learns how far the object went.
+                throw CloudHTTPError(.notFound, .notFound, "object \(key) was deleted", currentVersion: entity.version)
             }
             return try JSONResponse.make(.ok, entity)
         }

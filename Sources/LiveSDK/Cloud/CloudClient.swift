@@ -58,10 +58,17 @@ struct CloudClient: Sendable {
         guard status == .noContent else { throw Self.error(status: status, body: body, what: "logout") }
     }
 
-    /// The stored entity, or `nil` when the cloud has no such object.
+    /// The stored entity; its tombstone (`deleted`, no data, the deletion's version) when the object was
+    /// deleted; `nil` when the cloud never had it.
     func fetch(_ key: EntityKey, token: String) async throws(LiveError) -> Entity? {
         let (status, body) = try await send(method: .GET, path: CloudPath.object(key), token: token, body: Optional<Int>.none)
-        if status == .notFound { return nil }
+        if status == .notFound {
+            // A deleted object's 404 carries the deletion's version (Protocol/cloud, Objects).
+            guard let answer = try? JSONDecoder().decode(ErrorResponse.self, from: Data(body.readableBytesView)),
+                let version = answer.error.currentVersion
+            else { return nil }
+            return Entity(collection: key.collection, id: key.id, version: version, data: [:], createdAt: "", updatedAt: "", deleted: true)
+        }
         guard status == .ok else { throw Self.error(status: status, body: body, what: "fetch of \(key)") }
         return try Self.decode(Entity.self, from: body, what: "fetch of \(key)")
     }
