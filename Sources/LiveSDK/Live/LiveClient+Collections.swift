@@ -238,6 +238,10 @@ extension LiveClient {
     func extendCollection(_ window: CollectionWindow) async {
         guard let observation = collectionObservations[window] else { return }
         await realtime.acquire(.collection(window.query.collection))
+        // A fetch of the whole window started meanwhile (a resync's, a refill's): it brings the new page too.
+        // Two fetches of one window at once would each take the other's replay of the changes that arrived
+        // while they ran, and the one that read older data could then win over a newer event.
+        guard collectionObservations[window] === observation, !collectionFetching.contains(window) else { return }
         let seen = observation.confirmed
         let page: PageRequest
         switch window.anchor {
