@@ -409,10 +409,14 @@ final class CheckerClient: Sendable {
                 return
             }
             guard let snapshot else {
-                if dataStatus == "notExist", !t.deleted {
+                if dataStatus == "notExist", !t.deleted || t.resyncSinceLast {
                     t.deleted = true
-                    // The deletion has a version of its own: one more than the last data's.
-                    t.baseline = (t.lastVersion ?? t.since).map { $0 + 1 }
+                    // The deletion has a version of its own: one more than the last data's, when the token
+                    // was continuous. After a resync notice (or a re-observation's first answer) versions
+                    // before the deletion may have been missed, and a notification of a deletion carries no
+                    // version: the next one cannot be checked for a gap.
+                    let continuous = (t.lastFresh && !t.lastPending && !t.resyncSinceLast) || (t.lastVersion == nil && t.since != nil)
+                    t.baseline = continuous ? (t.lastVersion ?? t.since).map { $0 + 1 } : nil
                 }
                 t.lastFresh = dataStatus == "notExist" && loadingStatus == "loaded"
                 t.resyncSinceLast = false
