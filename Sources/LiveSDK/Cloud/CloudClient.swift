@@ -64,7 +64,7 @@ struct CloudClient: Sendable {
         let (status, body) = try await send(method: .GET, path: CloudPath.object(key), token: token, body: Optional<Int>.none)
         if status == .notFound {
             // A deleted object's 404 carries the deletion's version (Protocol/cloud, Objects).
-            guard let answer = try? JSONDecoder().decode(ErrorResponse.self, from: Data(body.readableBytesView)),
+            guard let answer = try? CloudJSON.decode(ErrorResponse.self, from: body.readableBytesView),
                 let version = answer.error.currentVersion
             else { return nil }
             return Entity(collection: key.collection, id: key.id, version: version, data: [:], createdAt: "", updatedAt: "", deleted: true)
@@ -184,14 +184,14 @@ struct CloudClient: Sendable {
 
     private static func decode<T: Decodable>(_ type: T.Type, from body: ByteBuffer, what: String) throws(LiveError) -> T {
         do {
-            return try JSONDecoder().decode(T.self, from: Data(body.readableBytesView))
+            return try CloudJSON.decode(T.self, from: body.readableBytesView)
         } catch {
             throw LiveError(code: .cloudUnavailable, message: "the cloud's answer to the \(what) was not understood: \(error)")
         }
     }
 
     private static func error(status: HTTPResponseStatus, body: ByteBuffer, what: String) -> LiveError {
-        let parsed = try? JSONDecoder().decode(ErrorResponse.self, from: Data(body.readableBytesView))
+        let parsed = try? CloudJSON.decode(ErrorResponse.self, from: body.readableBytesView)
         let detail = parsed?.error.message ?? "HTTP \(status.code)"
         switch (status, parsed?.error.code) {
         case (.forbidden, _):

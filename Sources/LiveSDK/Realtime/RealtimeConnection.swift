@@ -305,10 +305,8 @@ actor RealtimeConnection {
         do {
             // The parser first (one message per event: Foundation's decoder paid a thrown error for every kind a
             // `JSONValue` tried before its own); Foundation's for anything it refuses (an integer beyond 2^53),
-            // and for the error to log.
-            message =
-                try (try? JSONValue.parse(text, as: RealtimeServerMessage.self))
-                ?? JSONDecoder().decode(RealtimeServerMessage.self, from: Data(text.utf8))
+            // but for nesting too deep (``CloudJSON``).
+            message = try CloudJSON.decode(RealtimeServerMessage.self, from: text)
         } catch {
             logger.warning("ignoring a realtime message that could not be decoded", metadata: ["error": "\(error)"])
             return
