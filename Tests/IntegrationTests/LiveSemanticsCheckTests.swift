@@ -10,7 +10,7 @@ import Testing
 /// `LIVEGATE_CHECK_FAULTS` (comma-separated ``LiveSemanticsChecker/Fault`` names) the faults it draws from.
 ///
 /// Not part of the default suite, whose tests are examples of fixed length: it runs when
-/// `LIVEGATE_CHECK_SECONDS` is set, for 60 s with a random seed in CI (`.ci/run`), for as long as one likes
+/// `LIVEGATE_CHECK_SECONDS` is set, for 60 s with a fixed seed in CI (`.ci/run`), for as long as one likes
 /// with `scripts/live-check`.
 @Suite(.serialized) struct LiveSemanticsCheckTests {
     @Test(.enabled(if: ProcessInfo.processInfo.environment["LIVEGATE_CHECK_SECONDS"] != nil))
