@@ -64,6 +64,20 @@ private func entity(_ version: Int64, _ data: JSONValue, deleted: Bool = false) 
         #expect(rolledBack.error == conflict)
     }
 
+    @Test func aWriteConfirmedDuringACatchUpEndsItsSilenceSoTheReplayAfterItIsToldVersionByVersion() throws {
+        var state = LiveObjectState(key: key)
+        _ = state.started(cached: entity(3, ["a": 1]), fetching: false)
+        state.resumeStarted()
+        _ = state.localWrite(1, .replace(["a": 2]))
+        let confirmation = state.writeConfirmed(1, entity(5, ["a": 2]))
+        let confirmed = try #require(confirmation)
+        #expect(confirmed.snapshot?.version == 5 && !confirmed.pendingWrites)
+        // The replay goes on past the confirmation: each later version is told, none skipped.
+        let next = state.remoteChanged(entity(6, ["a": 3]))
+        #expect(next?.snapshot?.version == 6, "the replay after the confirmation, told as it comes")
+        #expect(state.caughtUp() == nil, "nothing new at the end of the replay")
+    }
+
     @Test func aPendingCreateAndAPendingDelete() throws {
         var state = started(nil)
         let createdEmitted = state.localWrite(1, .replace(["new": true]))
