@@ -200,7 +200,7 @@ let package = Package(
         .testTarget(
             name: "LiveGateDaemonTests",
             dependencies: [
-                "LiveGateDaemon", "LiveGateConfig", "LiveGateProtocol", "LiveSDK", "LiveCloudAPI", "LiveJSON",
+                "LiveGateDaemon", "LiveGateConfig", "LiveGateProtocol", "LiveGateSystemd", "LiveSDK", "LiveCloudAPI", "LiveJSON",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings

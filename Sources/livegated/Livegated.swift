@@ -160,6 +160,9 @@ struct Livegated: AsyncParsableCommand {
         )
         // Below the unit's TimeoutStopSec=20s: past this, what still runs is cancelled rather than killed.
         groupConfiguration.maximumGracefulShutdownDuration = .seconds(15)
+        // And what ignores cancellation stops the process 3 s later with a fatal error, whose backtrace (in the
+        // journal) names the wait at fault, rather than a silent SIGKILL from the service manager at 20 s.
+        groupConfiguration.maximumCancellationDuration = .seconds(3)
         let group = ServiceGroup(configuration: groupConfiguration)
         try await group.run()
     }

@@ -187,6 +187,9 @@ final class TestCluster: Sendable {
         let command = launcher + daemonCommand
         process.executableURL = URL(fileURLWithPath: command[0])
         process.arguments = Array(command.dropFirst())
+        // What an earlier daemon said and no test read: this one's READY=1 is looked for after it.
+        var stale = [UInt8](repeating: 0, count: 4096)
+        while recv(notifyFD, &stale, stale.count, Int32(MSG_DONTWAIT)) >= 0 {}
         var environment = ProcessInfo.processInfo.environment
         environment["NOTIFY_SOCKET"] = notifySocketPath
         environment.merge(extra) { _, new in new }
@@ -246,6 +249,36 @@ final class TestCluster: Sendable {
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
         return process.terminationStatus
+    }
+
+    /// Stops the daemon with SIGTERM as a service manager does, and says what went wrong: `nil` when it exited
+    /// with status 0 within `deadline`, else how it ended (still running at the deadline: killed, after a
+    /// SIGABRT whose backtrace the daemon's log keeps), with the tail of its log.
+    func stopDaemonCleanly(deadline: Duration = .seconds(25)) -> String? {
+        guard
+            let process = daemon.withLock({ state -> Process? in
+                defer { state = nil }; return state
+            })
+        else { return nil }
+        if process.isRunning { process.terminate() }
+        let clock = ContinuousClock()
+        let end = clock.now + deadline
+        while process.isRunning, clock.now < end { usleep(20_000) }
+        var problem: String?
+        if process.isRunning {
+            kill(process.processIdentifier, SIGABRT)
+            let grace = clock.now + .seconds(10)
+            while process.isRunning, clock.now < grace { usleep(20_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            problem = "still running \(deadline) after SIGTERM"
+        }
+        process.waitUntilExit()
+        if problem == nil, process.terminationReason != .exit || process.terminationStatus != 0 {
+            problem = process.terminationReason == .exit ? "exit status \(process.terminationStatus)" : "ended by signal \(process.terminationStatus)"
+        }
+        guard let problem else { return nil }
+        let tail = daemonLog.split(separator: "\n", omittingEmptySubsequences: false).suffix(80).joined(separator: "\n")
+        return "the daemon did not stop cleanly on SIGTERM: \(problem); its log ends:\n\(tail)"
     }
 
     func stop() {

@@ -64,7 +64,9 @@ struct IPCServer: Service {
             )
         }
         connections.markBound(socket: socketPath)
-        notifier.notify("READY=1\nSTATUS=\(await context.statusLine())")
+        if await !notifier.notifyInsisting("READY=1\nSTATUS=\(await context.statusLine())") {
+            logger.warning("the service manager does not read its notification socket: READY=1 not sent")
+        }
         connections.markServing()
 
         try await withThrowingDiscardingTaskGroup { group in

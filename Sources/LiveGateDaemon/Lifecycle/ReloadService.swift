@@ -22,7 +22,7 @@ struct ReloadService: Service {
             reload()
             // READY=1 ends the reload, with the status as it is now (not a fixed line that stays until
             // something else changes).
-            context.notifier.notify("READY=1\nSTATUS=\(await context.statusLine())")
+            await context.notifier.notifyInsisting("READY=1\nSTATUS=\(await context.statusLine())")
         }
     }
 

@@ -54,10 +54,8 @@ struct SystemdStatusService: Service {
                 nextPing = ContinuousClock.now + watchdogInterval
             }
             let status = await context.statusLine()
-            if status != lastStatus {
-                context.notifier.notify("STATUS=\(status)")
-                lastStatus = status
-            }
+            // Not sent (the service manager is not reading now): tried again at the next tick.
+            if status != lastStatus, context.notifier.notify("STATUS=\(status)") { lastStatus = status }
             // Ends at once on graceful shutdown, so stopping is not held up by this loop.
             await cancelWhenGracefulShutdown { try? await Task.sleep(for: tick) }
         }

@@ -16,7 +16,8 @@ import Synchronization
 /// restarted, a client that stops reading). Then writes and faults stop, and the checker waits for every
 /// token to show the cloud's data, `count` and paging flags exactly, for the daemon's token count to equal
 /// the tokens the clients hold and its outbox to be empty; then every write must have been applied once
-/// (``WriteLedger``).
+/// (``WriteLedger``). A daemon stopped with SIGTERM (as a fault, and at the end of the run) must exit with
+/// status 0 within 25 s.
 struct LiveSemanticsChecker {
     static let collection = "chk"
     static let groups = ["g1", "g2"]
@@ -106,6 +107,7 @@ struct LiveSemanticsChecker {
         }
         figures.notifications = log.notifications
         for client in clients { client.disconnect() }
+        if log.violations.isEmpty, let problem = cluster.stopDaemonCleanly() { log.violation(problem) }
         return (figures, log.violations, log)
     }
 
@@ -176,9 +178,13 @@ struct LiveSemanticsChecker {
             try await cluster.fault(#"{"loseWriteAnswers":\#(Int.random(in: 1...4, using: &random))}"#)
         case .cloudKilled:
             try await cluster.killAndRestartCloud()
-        case .daemonKilled, .daemonStopped:
-            if fault == .daemonKilled { cluster.signalDaemon(SIGKILL) }
+        case .daemonKilled:
+            cluster.signalDaemon(SIGKILL)
             cluster.stopDaemon()
+            try await cluster.startDaemon()
+            try await reconnect(clients, cluster: cluster)
+        case .daemonStopped:
+            if let problem = cluster.stopDaemonCleanly() { log.violation(problem) }
             try await cluster.startDaemon()
             try await reconnect(clients, cluster: cluster)
         case .slowReader:
