@@ -26,6 +26,23 @@ private func entity(_ version: Int64, _ text: String = "v", deleted: Bool = fals
         #expect(second.snapshot?.version == 2)
     }
 
+    @Test func anEventThatSkipsVersionsOfAContinuouslyFollowedObjectIsAGap() {
+        var state = LiveObjectState()
+        _ = state.started(cached: entity(1), fetching: true)
+        #expect(!state.skipsVersions(entity(5)), "cached, not yet fetched: versions may have gone on meanwhile")
+        _ = state.fetchSucceeded(entity(3))
+        #expect(!state.skipsVersions(entity(4)), "the next version")
+        #expect(!state.skipsVersions(entity(3)), "one already seen")
+        #expect(state.skipsVersions(entity(5)), "v4 was missed")
+        _ = state.remoteChanged(entity(4, deleted: true))
+        #expect(state.skipsVersions(entity(6)), "a deletion has a version too: v5 was missed")
+        _ = state.resyncStarted()
+        #expect(!state.skipsVersions(entity(9)), "after a resync notice the fetch's outcome is told, whatever it is")
+        _ = state.fetchSucceeded(entity(9))
+        state.resumeStarted()
+        #expect(!state.skipsVersions(entity(12)), "a replay is told at its end")
+    }
+
     @Test func nothingCachedStartsNotExistLoading() throws {
         var state = LiveObjectState()
         let firstEmitted = state.started(cached: nil, fetching: true)

@@ -488,6 +488,15 @@ public actor LiveClient {
         } catch {
             logCacheFailure(error, ["key": "\(entity.key)"])
         }
+        if let observation = observations[entity.key], observation.skipsVersions(entity) {
+            // Events of the object were missed: said before the newer version, then fetched as after a resync.
+            logger.notice(
+                "resync: an event skipped versions of an observed object",
+                metadata: ["key": "\(entity.key)", "version": "\(entity.version)"]
+            )
+            observation.apply { $0.resyncStarted() }
+            commandSink.yield(.refresh(entity.key))
+        }
         observations[entity.key]?.apply { $0.remoteChanged(entity) }
         if case .collection(let collection) = topic {
             collectionsChanged(entity, previous: .some(previous), placing: newest, seq: seq)

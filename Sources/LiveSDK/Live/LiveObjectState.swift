@@ -243,6 +243,18 @@ public struct LiveObjectState: Sendable {
         return commit(next)
     }
 
+    /// Whether `entity`, carried by a realtime event, skips versions of an object this observation follows
+    /// continuously (fresh and loaded, not replaying): versions grow by one with every write (the cloud's API
+    /// promises it), so events were missed, whichever topic brought this one (after a reconnection a
+    /// collection topic may replay while the object's own topic is yet to be told the cloud cannot). Observers
+    /// must then hear a resync notice before it.
+    public func skipsVersions(_ entity: Entity) -> Bool {
+        guard hasStarted, !catchingUp, knownVersion > 0, confirmed.loadingStatus == .loaded,
+            confirmed.dataStatus == .fresh || confirmed.dataStatus == .notExist
+        else { return false }
+        return entity.version > knownVersion + 1
+    }
+
     /// A realtime event, or the confirmation of a write from this host, carries `entity`.
     public mutating func remoteChanged(_ entity: Entity) -> LiveObjectChange? {
         eventSinceFetchStarted = true

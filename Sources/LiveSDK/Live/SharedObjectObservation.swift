@@ -56,6 +56,9 @@ final class SharedObjectObservation: Sendable {
     var isUnobserved: Bool { inner.withLock { $0.observers.isEmpty } }
     var current: LiveObjectChange { inner.withLock { $0.state.current } }
 
+    /// Whether a realtime event's `entity` skips versions (see ``LiveObjectState/skipsVersions(_:)``).
+    func skipsVersions(_ entity: Entity) -> Bool { inner.withLock { $0.state.skipsVersions(entity) } }
+
     /// Applies an event to the state machine and delivers the resulting change, if any, to the observers
     /// whose filters admit it. Observers that have fired their once are dropped.
     func apply(_ event: (inout LiveObjectState) -> LiveObjectChange?) {
