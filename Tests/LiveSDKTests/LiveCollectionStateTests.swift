@@ -69,6 +69,22 @@ struct LiveCollectionStateTests {
         #expect(gone.items.map(\.id) == ["b", "c"] && gone.changes.deletions == [0])
     }
 
+    @Test func aWholeWindowOutgrownByWritesNotCountedYetAsksForAFetchOfItsCount() throws {
+        // The whole result, a, b, c, in a page of 5: `count` is the number of items.
+        var state = Self.started(hasNext: false)
+        // Writes heard on their object topics first (uncounted): d and e join, then f pushes the window past
+        // its page; the result has 6 items.
+        for (id, rank) in [("d", 40.0), ("e", 50.0), ("f", 5.0)] { _ = state.remoteChanged(Self.entity(id, rank: rank, version: 2)) }
+        #expect(state.current.items.map(\.id) == ["f", "a", "b", "c", "d"] && state.current.hasNext)
+        #expect(state.needsRefill, "d and e were counted as items: their collection events would count them twice")
+        // Their collection topic events (counted) then arrive; the fetch the window asked for sets the count.
+        for (id, rank) in [("d", 40.0), ("e", 50.0), ("f", 5.0)] {
+            _ = state.remoteChanged(Self.entity(id, rank: rank, version: 2), previous: .some(nil))
+        }
+        let refilled = state.fetchSucceeded(items: state.confirmedWindow.items, count: 6, hasNext: true, hasPrevious: false)
+        #expect(refilled?.count == 6 && !state.needsRefill)
+    }
+
     @Test func emissionOrderIsStartedThenFetched() throws {
         var state = LiveCollectionState(window: CollectionWindow(query: Self.query))
         let firstEmission = state.started(cached: nil, fetching: true)

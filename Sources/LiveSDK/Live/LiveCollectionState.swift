@@ -319,6 +319,7 @@ public struct LiveCollectionState: Sendable {
         guard hasStarted, entity.collection == window.query.collection else { return nil }
         let query = window.query
         var next = confirmed
+        let wasWhole = !next.hasNext && !next.hasPrevious
         let oldIndex = next.items.firstIndex { $0.id == entity.id }
         let isNews = placing && (oldIndex.map { next.items[$0].version < entity.version } ?? true)
         if isNews {
@@ -333,6 +334,14 @@ public struct LiveCollectionState: Sendable {
             return nil
         }
         keepToItsPages(&next, counted: previous != nil)
+        if previous == nil, wasWhole, next.hasNext || next.hasPrevious {
+            // A window holding the whole result counts its items, so this uncounted write (heard on its object
+            // topic first) was counted already, and so were the ones placed before it, whose collection topic
+            // events, still to come, will count them again now that the window holds part of the result only.
+            // Only a fetch can tell the count (``needsRefill``).
+            countDoubted = true
+            next.count = max(next.count, next.items.count + 1)
+        }
         if catchingUp {
             confirmed = next
             confirmed.changes = ChangeSet()
