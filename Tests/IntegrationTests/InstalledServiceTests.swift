@@ -93,8 +93,15 @@ struct InstalledServiceTests {
         #expect(refused.status == 77, "\(refused.output)")
         #expect(refused.output.contains("livegated refused the connection: not permitted"), "\(refused.output)")
         let carol = try sandbox.shell("id -u carol").output.trimmingCharacters(in: .whitespacesAndNewlines)
-        let refusals = try sandbox.journal(["-u", "livegated", "MESSAGE_ID=6c3a1e0f2b8d4f5a9e7c1d2b3a4f5e64"])
+        let refusals = try sandbox.journal(["-u", "livegated", "MESSAGE_ID=a255f6108d6942c08251ad03fb1e5f90"])
         #expect(refusals.count == 1 && refusals.first?["LIVEGATE_CLIENT_UID"] == carol, "\(refusals)")
+        // journalctl -x explains it: the installed message catalog, compiled as a package's postinst would.
+        _ = try sandbox.shell("journalctl --update-catalog")
+        let explained = try sandbox.shell("journalctl -x --no-pager -u livegated MESSAGE_ID=a255f6108d6942c08251ad03fb1e5f90")
+        #expect(
+            explained.output.contains("Subject: livegated refused a client") && explained.output.contains("allow-users or allow-groups"),
+            "\(explained.output)"
+        )
         // bob cannot open the socket at all.
         let outside = try sandbox.shell("livegatectl status", as: "bob")
         #expect(outside.status == 3 && outside.output.contains("cannot connect to livegated at /run/livegate/livegate.sock"), "\(outside.output)")
@@ -190,7 +197,7 @@ struct InstalledServiceTests {
             """
         )
         #expect(renewals.status == 0, "no renewal seen: \(renewals.output)")
-        let warnings = try sandbox.journal(["-u", "livegated", "-p", "warning", "MESSAGE_ID=6c3a1e0f2b8d4f5a9e7c1d2b3a4f5e61"])
+        let warnings = try sandbox.journal(["-u", "livegated", "-p", "warning", "MESSAGE_ID=fdc7c6fe55f24f0b84074661df01d083"])
         #expect(warnings.isEmpty, "a renewal was logged as a lost session: \(warnings.map { $0["MESSAGE"] ?? "" })")
     }
 }

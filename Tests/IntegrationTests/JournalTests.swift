@@ -55,7 +55,7 @@ private var canStartJournald: Bool {
         let entries = try await withTimeout(.seconds(20), "the daemon's entries in the journal") { () -> [[String: String]] in
             while true {
                 let found = try Self.journalEntries(pid: daemonPID)
-                if found.contains(where: { $0["MESSAGE_ID"] == "6c3a1e0f2b8d4f5a9e7c1d2b3a4f5e69" }) { return found }
+                if found.contains(where: { $0["MESSAGE_ID"] == "ed25fb83ba91443f955a716b191a05c9" }) { return found }
                 try await Task.sleep(for: .milliseconds(50))
             }
         }
@@ -71,10 +71,10 @@ private var canStartJournald: Bool {
         #expect(connected["_TRANSPORT"] == "journal", "a native entry, not a line on stderr")
 
         let ids = Set(entries.compactMap { $0["MESSAGE_ID"] })
-        #expect(ids.contains("6c3a1e0f2b8d4f5a9e7c1d2b3a4f5e68"), "started")
-        #expect(ids.contains("6c3a1e0f2b8d4f5a9e7c1d2b3a4f5e60"), "session established")
-        #expect(ids.contains("6c3a1e0f2b8d4f5a9e7c1d2b3a4f5e62"), "cloud connected")
-        #expect(ids.contains("6c3a1e0f2b8d4f5a9e7c1d2b3a4f5e69"), "stopping")
+        #expect(ids.contains("904602c2193a493aafb369636eb1ccdf"), "started")
+        #expect(ids.contains("0c5c0ddf55424ee6b4a766287c710ab1"), "session established")
+        #expect(ids.contains("3cc3d1bc57be4f17af9bc4d70c17a152"), "cloud connected")
+        #expect(ids.contains("ed25fb83ba91443f955a716b191a05c9"), "stopping")
         for entry in entries {
             #expect(!entry.values.contains { $0.contains(TestCluster.password) })
         }

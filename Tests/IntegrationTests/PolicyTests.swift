@@ -35,7 +35,7 @@ import Testing
             await #expect(throws: (any Error).self) { try await raw.next(timeout: .seconds(5)) }
         }
         #expect(cluster.daemonLog.contains("client refused"))
-        #expect(cluster.daemonLog.contains("message_id=6c3a1e0f2b8d4f5a9e7c1d2b3a4f5e64"))
+        #expect(cluster.daemonLog.contains("message_id=a255f6108d6942c08251ad03fb1e5f90"))
 
         // The clients understand the refusal: a typed error from LiveGateClient (at once, not after its
         // timeout), livegatectl's message and exit code 77.
