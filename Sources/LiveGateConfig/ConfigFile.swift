@@ -25,7 +25,7 @@ public struct ConfigFile: Sendable, Equatable {
     public init() {}
 
     /// Every name a file may use, for the error about an unknown one.
-    static let names = [
+    public static let names = [
         "cloud-url", "username", "password-file", "socket", "socket-mode", "socket-group", "state-dir", "log-level", "max-frame-bytes",
         "max-queued-bytes-per-connection", "max-stall-seconds", "max-connections", "max-tokens-per-connection",
         "max-requests-per-second", "allow-users", "allow-groups", "read-only-users", "read-only-groups", "admin-users", "admin-groups",

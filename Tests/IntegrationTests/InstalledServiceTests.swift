@@ -102,6 +102,18 @@ struct InstalledServiceTests {
             explained.output.contains("Subject: livegated refused a client") && explained.output.contains("allow-users or allow-groups"),
             "\(explained.output)"
         )
+        // Documentation where admins look: the manual pages, and livegatectl's completions (Tab after it
+        // offers its commands).
+        let configPage = try sandbox.shell("MANWIDTH=120 man -P cat 5 livegated.conf", as: "alice")
+        #expect(configPage.status == 0 && configPage.output.contains("max-queued-bytes-per-connection"), "\(configPage.output)")
+        let daemonPage = try sandbox.shell("MANWIDTH=120 man -P cat 8 livegated", as: "alice")
+        #expect(daemonPage.status == 0 && daemonPage.output.contains("--check-config"), "\(daemonPage.output)")
+        let completion = try sandbox.shell(
+            #"shopt -s extglob; source /usr/share/bash-completion/completions/livegatectl; COMP_WORDS=(livegatectl ""); COMP_CWORD=1; COMP_LINE="livegatectl "; COMP_POINT=12; _livegatectl; echo "${COMPREPLY[*]}""#,
+            as: "alice"
+        )
+        let offered = Set(completion.output.split(whereSeparator: \.isWhitespace).map(String.init))
+        #expect(offered.isSuperset(of: ["status", "watch", "put", "stream", "stats"]), "\(completion.output)")
         // bob cannot open the socket at all.
         let outside = try sandbox.shell("livegatectl status", as: "bob")
         #expect(outside.status == 3 && outside.output.contains("cannot connect to livegated at /run/livegate/livegate.sock"), "\(outside.output)")
