@@ -378,6 +378,23 @@ extension LiveClient {
         observation.apply {
             $0.fetchSucceeded(items: items, count: count, hasNext: hasNext, hasPrevious: hasPrevious, changedMeanwhile: meanwhile)
         }
+        // The read may be newer than the realtime events applied so far (after a reconnection they follow
+        // it): another window of the collection holding an older copy of one of its objects takes the newer
+        // one (uncounted: its own events count it), so that a token moving from this window to another (a
+        // page more, or back to one) never sees an item go back (checker seed 1692897492354930: i13 v465 in
+        // one page, v464 in the two-page window a token then moved to). Only held items: one another window
+        // lacks may have left it by a newer event than this read, and must not come back.
+        for (other, otherObservation) in collectionObservations where other != window && other.query.collection == window.query.collection {
+            let held = Dictionary(otherObservation.confirmed.items.map { ($0.id, $0.version) }, uniquingKeysWith: max)
+            for entity in items where (held[entity.id].map { $0 < entity.version } ?? false) {
+                otherObservation.apply { $0.remoteChanged(entity) }
+                if changesDuringCollectionFetch[other] != nil {
+                    changesDuringCollectionFetch[other]?.append(CollectionEvent(entity: entity, previous: nil, placing: true, seq: nil))
+                } else if otherObservation.needsRefill, !collectionsCatchingUp.contains(other) {
+                    commandSink.yield(.refillCollection(other))
+                }
+            }
+        }
         // Items that left during the fetch may leave the window short of its pages: fetch once more.
         if observation.needsRefill { collectionRefetchWanted.insert(window) }
         // The fetch's read is applied: a change from now on is applied as it comes, and asks for a refill
