@@ -26,16 +26,17 @@ struct InstalledServiceTests {
             -e 's|^log-level = .*|log-level = info|' "$1"
         """
 
-    /// README's *Operations* install block, without its first line (`scripts/install`: the sandbox holds
-    /// that install already, staged by the same script).
-    static func operationsSteps() throws -> [String] {
+    /// README's install block under `heading`, without its first line (`scripts/install`, or
+    /// `scripts/package-deb`: the test has what it makes already, made by the same script).
+    static func operationsSteps(under heading: String = "### Install from the source tree", firstLine: String = "scripts/install") throws -> [String]
+    {
         let readme = try String(contentsOfFile: SystemdSandbox.repository + "/README.md", encoding: .utf8)
-        guard let section = readme.range(of: "## Operations"), let start = readme.range(of: "```sh\n", range: section.upperBound..<readme.endIndex),
+        guard let section = readme.range(of: heading), let start = readme.range(of: "```sh\n", range: section.upperBound..<readme.endIndex),
             let end = readme.range(of: "```", range: start.upperBound..<readme.endIndex)
-        else { throw ClusterError("README.md has no Operations block") }
+        else { throw ClusterError("README.md has no block under \(heading)") }
         let lines = readme[start.upperBound..<end.lowerBound].split(separator: "\n").map(String.init)
-        guard lines.first?.hasPrefix("scripts/install") == true else {
-            throw ClusterError("README's Operations block no longer starts with scripts/install: \(lines)")
+        guard lines.first?.hasPrefix(firstLine) == true else {
+            throw ClusterError("README's block under \(heading) no longer starts with \(firstLine): \(lines)")
         }
         return Array(lines.dropFirst())
     }

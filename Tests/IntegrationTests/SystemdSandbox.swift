@@ -27,17 +27,21 @@ final class SystemdSandbox: Sendable {
         self.directory = directory
     }
 
-    /// Stages an install (the build the tests run from, `scripts/install --debug --no-build`) and boots it.
-    static func boot() throws -> SystemdSandbox {
+    /// Stages an install (the build the tests run from, `scripts/install --debug --no-build`) and boots it;
+    /// with `staging: false`, boots the image with nothing of livegate installed (the packages' tests install
+    /// them inside).
+    static func boot(staging: Bool = true) throws -> SystemdSandbox {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lg-sandbox-\(UUID().uuidString.prefix(8))").path
         let stage = directory + "/stage"
         try FileManager.default.createDirectory(atPath: stage, withIntermediateDirectories: true)
-        let install = try runToCompletion(
-            repository + "/scripts/install",
-            ["--debug", "--no-build"],
-            environment: ["DESTDIR": stage, "PREFIX": "/usr"]
-        )
-        guard install.status == 0 else { throw ClusterError("scripts/install failed: \(install.output)") }
+        if staging {
+            let install = try runToCompletion(
+                repository + "/scripts/install",
+                ["--debug", "--no-build"],
+                environment: ["DESTDIR": stage, "PREFIX": "/usr"]
+            )
+            guard install.status == 0 else { throw ClusterError("scripts/install failed: \(install.output)") }
+        }
         let boot = try runToCompletion(script, ["boot", stage, directory + "/run"])
         guard boot.status == 0, let pid = boot.output.split(separator: "\n").last.map(String.init), Int(pid) != nil else {
             throw ClusterError("the sandbox did not boot: \(boot.output)")
