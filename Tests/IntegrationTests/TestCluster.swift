@@ -238,14 +238,18 @@ final class TestCluster: Sendable {
         if let pid = daemonPID { kill(pid, signal) }
     }
 
+    /// The daemon's process, which the cluster then no longer holds (it is being stopped).
+    private func takeDaemon() -> Process? {
+        daemon.withLock { state -> Process? in
+            defer { state = nil }
+            return state
+        }
+    }
+
     /// Stops the daemon with SIGTERM and waits for it to exit; returns its exit status.
     @discardableResult
     func stopDaemon() -> Int32 {
-        guard
-            let process = daemon.withLock({ state -> Process? in
-                defer { state = nil }; return state
-            })
-        else { return 0 }
+        guard let process = takeDaemon() else { return 0 }
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
         return process.terminationStatus
@@ -255,11 +259,7 @@ final class TestCluster: Sendable {
     /// with status 0 within `deadline`, else how it ended (still running at the deadline: killed, after a
     /// SIGABRT whose backtrace the daemon's log keeps), with the tail of its log.
     func stopDaemonCleanly(deadline: Duration = .seconds(25)) -> String? {
-        guard
-            let process = daemon.withLock({ state -> Process? in
-                defer { state = nil }; return state
-            })
-        else { return nil }
+        guard let process = takeDaemon() else { return nil }
         if process.isRunning { process.terminate() }
         let clock = ContinuousClock()
         let end = clock.now + deadline

@@ -387,12 +387,7 @@ extension LiveClient {
         for (other, otherObservation) in collectionObservations where other != window && other.query.collection == window.query.collection {
             let held = Dictionary(otherObservation.confirmed.items.map { ($0.id, $0.version) }, uniquingKeysWith: max)
             for entity in items where (held[entity.id].map { $0 < entity.version } ?? false) {
-                otherObservation.apply { $0.remoteChanged(entity) }
-                if changesDuringCollectionFetch[other] != nil {
-                    changesDuringCollectionFetch[other]?.append(CollectionEvent(entity: entity, previous: nil, placing: true, seq: nil))
-                } else if otherObservation.needsRefill, !collectionsCatchingUp.contains(other) {
-                    commandSink.yield(.refillCollection(other))
-                }
+                windowChanged(other, otherObservation, entity)
             }
         }
         // Items that left during the fetch may leave the window short of its pages: fetch once more.
@@ -480,17 +475,30 @@ extension LiveClient {
     ///   already counted is not counted again.
     func collectionsChanged(_ entity: Entity, previous: JSONValue?? = nil, placing: Bool = true, seq: Int64? = nil) {
         for (window, observation) in collectionObservations where window.query.collection == entity.collection {
-            var counted = previous
-            if let seq, let through = collectionCountedThrough[window], seq <= through { counted = nil }
-            observation.apply { $0.remoteChanged(entity, previous: counted, placing: placing) }
-            if changesDuringCollectionFetch[window] != nil {
-                // Replayed over the fetch's result, and counted if it came after the fetch's read.
-                changesDuringCollectionFetch[window]?.append(CollectionEvent(entity: entity, previous: counted, placing: placing, seq: seq))
-            } else if observation.needsRefill, !collectionsCatchingUp.contains(window) {
-                commandSink.yield(.refillCollection(window))
-            }
+            windowChanged(window, observation, entity, previous: previous, placing: placing, seq: seq)
         }
         for (query, index) in resultIndexes where query.collection == entity.collection { index.enqueue(.changed(entity)) }
+    }
+
+    /// A change of an entity reaches one window (see ``collectionsChanged(_:previous:placing:seq:)``): applied,
+    /// kept to be replayed over a fetch in progress, or asking for a refill when it left the window short.
+    private func windowChanged(
+        _ window: CollectionWindow,
+        _ observation: SharedCollectionObservation,
+        _ entity: Entity,
+        previous: JSONValue?? = nil,
+        placing: Bool = true,
+        seq: Int64? = nil
+    ) {
+        var counted = previous
+        if let seq, let through = collectionCountedThrough[window], seq <= through { counted = nil }
+        observation.apply { $0.remoteChanged(entity, previous: counted, placing: placing) }
+        if changesDuringCollectionFetch[window] != nil {
+            // Replayed over the fetch's result, and counted if it came after the fetch's read.
+            changesDuringCollectionFetch[window]?.append(CollectionEvent(entity: entity, previous: counted, placing: placing, seq: seq))
+        } else if observation.needsRefill, !collectionsCatchingUp.contains(window) {
+            commandSink.yield(.refillCollection(window))
+        }
     }
 
     /// Continuity with the collection's topic was lost: every window of it gets a resync notice, then a refetch.

@@ -178,13 +178,13 @@ struct LiveSemanticsChecker {
             try await cluster.fault(#"{"loseWriteAnswers":\#(Int.random(in: 1...4, using: &random))}"#)
         case .cloudKilled:
             try await cluster.killAndRestartCloud()
-        case .daemonKilled:
-            cluster.signalDaemon(SIGKILL)
-            cluster.stopDaemon()
-            try await cluster.startDaemon()
-            try await reconnect(clients, cluster: cluster)
-        case .daemonStopped:
-            if let problem = cluster.stopDaemonCleanly() { log.violation(problem) }
+        case .daemonKilled, .daemonStopped:
+            if fault == .daemonKilled {
+                cluster.signalDaemon(SIGKILL)
+                cluster.stopDaemon()
+            } else if let problem = cluster.stopDaemonCleanly() {
+                log.violation(problem)
+            }
             try await cluster.startDaemon()
             try await reconnect(clients, cluster: cluster)
         case .slowReader:
