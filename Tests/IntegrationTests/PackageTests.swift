@@ -21,7 +21,7 @@ import Testing
     .enabled(if: ProcessInfo.processInfo.environment["LIVEGATE_TEST_CLOUD"] != "postgres", "runs in the SQLite pass only")
 )
 struct PackageTests {
-    static let packages = ["livegated", "livegatectl", "liblivegate0", "liblivegate-dev", "livegate-cloud"]
+    static let packages = ["livegated", "livegatectl", "liblivegate0", "liblivegate-dev", "livegate-cloud", "livegate-swift-runtime"]
 
     /// This build's packages (in `directory/debs`) and a previous revision of them (in `directory/previous`).
     static func packagesFor(sandbox directory: String) throws {
@@ -68,18 +68,9 @@ struct PackageTests {
         try Self.packagesFor(sandbox: sandbox.directory)
         let apt = "apt-get install -y -q --no-install-recommends"
 
-        // The cloud first (its package, a users file, an option), as an administrator sets one up.
-        let cloud = try inside(sandbox, "\(apt) /mnt/sandbox/previous/livegate-cloud_previous.deb 2>&1")
-        #expect(cloud.contains("livegate-cloud: not started"), "\(cloud)")
-        #expect(try sandbox.shell("systemctl is-enabled livegate-cloud.service").output == "enabled\n")
-        _ = try inside(sandbox, "install -m600 /dev/null /etc/livegate-cloud/users && echo 'host-42:secret' > /etc/livegate-cloud/users")
-        _ = try inside(sandbox, "echo 'LIVEGATE_CLOUD_OPTIONS=\"--bcrypt-cost 4\"' > /etc/default/livegate-cloud && systemctl start livegate-cloud")
-        try await eventually("the cloud answers", timeout: .seconds(30)) {
-            try sandbox.shell("curl -sf -o /dev/null http://127.0.0.1:8080/v1/stats").status == 0
-        }
-
         // README's "Install on Debian/Ubuntu" steps, word for word, with the previous build as ./dist: the
-        // package says it did not start the daemon (no password yet), made its user, enabled the socket.
+        // package says it did not start the daemon (no password yet), made its user, enabled the socket
+        // (which starts the daemon at the first client, after the cloud below is up).
         let editor =
             "#!/bin/bash\nsed -i -e 's|^cloud-url = .*|cloud-url = http://127.0.0.1:8080|' -e 's|^username = .*|username = host-42|' \"$1\"\n"
         try editor.write(toFile: sandbox.directory + "/editor", atomically: true, encoding: .utf8)
@@ -98,9 +89,32 @@ struct PackageTests {
             sandbox,
             "\(apt) \(["liblivegate0", "liblivegate-dev"].map { "/mnt/sandbox/previous/\($0)_previous.deb" }.joined(separator: " ")) 2>&1"
         )
+        // The cloud (its package, a users file, an option), as an administrator sets one up; the runtime is
+        // the one the daemon's install brought.
+        let cloud = try inside(
+            sandbox,
+            "\(apt) /mnt/sandbox/previous/livegate-cloud_previous.deb 2>&1"
+        )
+        #expect(cloud.contains("livegate-cloud: not started"), "\(cloud)")
+        #expect(try sandbox.shell("systemctl is-enabled livegate-cloud.service").output == "enabled\n")
+        // The programs load the packaged Swift runtime, not the toolchain this machine built them with.
+        let loaded = try inside(sandbox, "ldd /usr/bin/livegate-cloud")
+        #expect(loaded.contains("libswiftCore.so => /usr/lib/livegate/libswiftCore.so"), "\(loaded)")
+        #expect(loaded.contains("libFoundation.so => /usr/lib/livegate/libFoundation.so"), "\(loaded)")
+        #expect(!loaded.contains("/opt/") && !loaded.contains("not found"), "\(loaded)")
+        _ = try inside(sandbox, "install -m600 /dev/null /etc/livegate-cloud/users && echo 'host-42:secret' > /etc/livegate-cloud/users")
+        _ = try inside(sandbox, "echo 'LIVEGATE_CLOUD_OPTIONS=\"--bcrypt-cost 4\"' > /etc/default/livegate-cloud && systemctl start livegate-cloud")
+        try await eventually("the cloud answers", timeout: .seconds(30)) {
+            try sandbox.shell("curl -sf -o /dev/null http://127.0.0.1:8080/v1/stats").status == 0
+        }
+
         #expect(try inside(sandbox, "getent passwd livegate | cut -d: -f1,7") == "livegate:/usr/sbin/nologin\n")
         #expect(try sandbox.shell("systemctl is-enabled livegated.socket").output == "enabled\n")
         #expect(try sandbox.shell("systemctl is-active livegated.socket").output == "active\n")
+        for program in ["livegated", "livegatectl"] {
+            let loaded = try inside(sandbox, "ldd /usr/bin/\(program)")
+            #expect(loaded.contains("/usr/lib/livegate/libswiftCore.so") && !loaded.contains("/opt/"), "\(loaded)")
+        }
         #expect(try inside(sandbox, "man -P cat 5 livegated.conf | grep -c max-stall-seconds") != "0\n")
         #expect(try inside(sandbox, "pkg-config --modversion livegate").isEmpty == false)
         let put = try sandbox.shell(#"livegatectl put notes n1 '{"text":"before the upgrade"}'"#, as: "alice")
