@@ -119,6 +119,9 @@ struct PackageTests {
         #expect(try inside(sandbox, "pkg-config --modversion livegate").isEmpty == false)
         let put = try sandbox.shell(#"livegatectl put notes n1 '{"text":"before the upgrade"}'"#, as: "alice")
         #expect(put.status == 0, "\(put.output)")
+        // journalctl -x explains the daemon's messages: the package's catalog, compiled by its postinst.
+        let explained = try inside(sandbox, "journalctl -x --no-pager -u livegated MESSAGE_ID=904602c2193a493aafb369636eb1ccdf")
+        #expect(explained.contains("livegated is starting") && explained.contains("Documentation: man:livegated(8)"), "\(explained)")
 
         // Upgrade to this build: the edited conffile kept without a question, the service restarted and
         // answering, the data still there.
