@@ -10,6 +10,8 @@ public enum CloudPath {
     /// `GET`: a page of a query over the collection.
     public static func objects(_ collection: String) -> String { "/v1/collections/\(collection)/objects" }
     public static func object(_ key: EntityKey) -> String { "/v1/collections/\(key.collection)/objects/\(key.id)" }
+    /// `POST`: many objects, of any collections, read in one request (``ReadObjectsRequest``).
+    public static let readObjects = "/v1/objects/read"
     /// `GET`: what the caller may do with the collection (``CollectionAccess``).
     public static func access(_ collection: String) -> String { "/v1/collections/\(collection)/access" }
     /// `GET`: the streams. `PUT /v1/streams/{stream}` (admins) creates one.

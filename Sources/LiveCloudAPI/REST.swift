@@ -61,6 +61,38 @@ public struct PutObjectRequest: Codable, Sendable {
     }
 }
 
+/// `POST /v1/objects/read` request body: the objects to read, of any collections, 1 to
+/// ``maximumKeys`` of them (a key may repeat).
+public struct ReadObjectsRequest: Codable, Sendable {
+    public static let maximumKeys = 1000
+    public var keys: [EntityKey]
+    public init(keys: [EntityKey]) { self.keys = keys }
+}
+
+/// `POST /v1/objects/read` response body: one result per requested key, in the request's order.
+public struct ReadObjectsResponse: Codable, Sendable {
+    public var results: [ReadObjectResult]
+    public init(results: [ReadObjectResult]) { self.results = results }
+}
+
+/// One object of a batched read: its entity, or the error its own `GET` would have answered (`not_found`,
+/// with `currentVersion` when it was deleted; `forbidden` when its collection may not be read).
+public struct ReadObjectResult: Codable, Sendable {
+    public var collection: String
+    public var id: String
+    public var entity: Entity?
+    public var error: ErrorResponse.Body?
+
+    public init(key: EntityKey, entity: Entity? = nil, error: ErrorResponse.Body? = nil) {
+        self.collection = key.collection
+        self.id = key.id
+        self.entity = entity
+        self.error = error
+    }
+
+    public var key: EntityKey { EntityKey(collection: collection, id: id) }
+}
+
 /// The body of every 4xx/5xx response: `{"error": {"code": ..., "message": ..., "currentVersion"?: ...}}`.
 public struct ErrorResponse: Codable, Sendable, Error {
     public struct Body: Codable, Sendable {
@@ -69,6 +101,12 @@ public struct ErrorResponse: Codable, Sendable, Error {
         /// On `version_conflict`: the version stored now (0 when the object does not exist). On `not_found`
         /// of a `GET` of a deleted object: its deletion's version.
         public var currentVersion: Int64?
+
+        public init(code: CloudErrorCode, message: String, currentVersion: Int64? = nil) {
+            self.code = code
+            self.message = message
+            self.currentVersion = currentVersion
+        }
     }
 
     public var error: Body
@@ -119,20 +157,36 @@ public struct CloudStats: Codable, Sendable {
     public var connections: Int
     /// Realtime subscriptions per topic (a topic appears while at least one connection subscribes to it).
     public var subscriptions: [String: Int]
-    /// Object reads (`GET .../objects/{id}`) per `collection/id`, since start.
+    /// Object reads (`GET .../objects/{id}`, and each key of a batched read) per `collection/id`, since start.
     public var fetches: [String: Int]
     /// Realtime events written to subscribers, since start.
     public var eventsSent: Int
     /// Successful logins and token refreshes, since start.
     public var logins: Int
     public var refreshes: Int
+    /// Requests that read objects by id, since start: a `GET` of one object, or a batched read
+    /// (`POST /v1/objects/read`) of many, counts one.
+    public var readRequests: Int
+    /// Realtime messages received from clients, since start (a batch of requests counts one).
+    public var realtimeMessages: Int
 
-    public init(connections: Int, subscriptions: [String: Int], fetches: [String: Int], eventsSent: Int, logins: Int, refreshes: Int) {
+    public init(
+        connections: Int,
+        subscriptions: [String: Int],
+        fetches: [String: Int],
+        eventsSent: Int,
+        logins: Int,
+        refreshes: Int,
+        readRequests: Int = 0,
+        realtimeMessages: Int = 0
+    ) {
         self.connections = connections
         self.subscriptions = subscriptions
         self.fetches = fetches
         self.eventsSent = eventsSent
         self.logins = logins
         self.refreshes = refreshes
+        self.readRequests = readRequests
+        self.realtimeMessages = realtimeMessages
     }
 }

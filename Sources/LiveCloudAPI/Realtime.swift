@@ -123,6 +123,41 @@ public struct RealtimeClientMessage: Codable, Sendable, Equatable {
     }
 }
 
+/// Many requests in one realtime message: `{"op":"batch","requests":[…]}`, 1 to ``maximumRequests`` of
+/// them. The server handles them in order, each as if it had come alone: every one gets its own `ack` or
+/// `error` with its own `ref`. A client subscribing to many topics at once (a burst of new observations, a
+/// reconnection) sends one message, not one per topic.
+public struct RealtimeClientBatch: Codable, Sendable, Equatable {
+    public static let maximumRequests = 1000
+    /// The largest realtime message (and frame) the cloud reads from a client, in bytes.
+    public static let maximumBytes = 1 << 20
+    /// Always `batch`.
+    public var op: String
+    public var requests: [RealtimeClientMessage]
+
+    public init(requests: [RealtimeClientMessage]) {
+        self.op = "batch"
+        self.requests = requests
+    }
+}
+
+/// What a realtime client sends: one request, or a batch of them.
+public enum RealtimeClientFrame: Decodable, Sendable, Equatable {
+    case single(RealtimeClientMessage)
+    case batch([RealtimeClientMessage])
+
+    private enum Keys: String, CodingKey { case op }
+
+    public init(from decoder: any Decoder) throws {
+        let op = try decoder.container(keyedBy: Keys.self).decode(String.self, forKey: .op)
+        if op == "batch" {
+            self = .batch(try RealtimeClientBatch(from: decoder).requests)
+        } else {
+            self = .single(try RealtimeClientMessage(from: decoder))
+        }
+    }
+}
+
 /// A message from the cloud to a realtime client.
 public struct RealtimeServerMessage: Codable, Sendable, Equatable {
     public enum Operation: String, Codable, Sendable {

@@ -102,7 +102,8 @@ func buildCloudApplication(
     RealtimeRoute(auth: auth, permissions: configuration.permissions, hub: hub, store: store, faults: faults).register(on: router)
     return Application(
         router: router,
-        server: .http1WebSocketUpgrade(webSocketRouter: router),
+        // Realtime messages up to 1 MiB, in one frame or several (a batch of many subscriptions is one message).
+        server: .http1WebSocketUpgrade(webSocketRouter: router, configuration: .init(maxFrameSize: RealtimeClientBatch.maximumBytes)),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "livegate-cloud"),
         services: services,
         onServerRunning: { channel in await onListening(channel.localAddress?.port ?? configuration.port) },

@@ -102,6 +102,14 @@ import Testing
         let gone = try await call(r, cluster, .GET, object, n2, token: alice)
         #expect(gone.status == 404)
         #expect(try json(ErrorResponse.self, gone.body).error.currentVersion == (try json(Entity.self, tombstone.body)).version)
+        // Many objects in one read: each answered as its own GET would be.
+        let read = CloudPath.readObjects
+        let keys = #"{"keys":[{"collection":"notes","id":"n1"},{"collection":"notes","id":"n2"},{"collection":"notes","id":"none"}]}"#
+        let batch = try await call(r, cluster, .POST, read, read, json: keys, token: alice)
+        #expect(batch.status == 200)
+        #expect(try json(ReadObjectsResponse.self, batch.body).results.map { $0.entity != nil } == [true, false, false])
+        #expect(try await call(r, cluster, .POST, read, read, json: #"{"keys":[]}"#, token: alice).status == 400)
+        #expect(try await call(r, cluster, .POST, read, read, json: keys).status == 401)
 
         // Streams.
         let streams = CloudPath.streams
@@ -133,7 +141,7 @@ import Testing
         let realtime = RealtimeResumeTests()
         try await realtime.withRealtime(cluster, token: alice) { send, next in
             record.add(["kind": "http", "method": "GET", "path": CloudPath.realtime, "status": 101, "body": NSNull()])
-            func exchange(_ message: RealtimeClientMessage) async throws {
+            func exchange(_ message: any Encodable & Sendable) async throws {
                 let data = try JSONEncoder().encode(message)
                 record.add(["kind": "realtime-client", "message": try JSONSerialization.jsonObject(with: data)])
                 try await send(message)
@@ -162,6 +170,15 @@ import Testing
             #expect(try await call(r, cluster, .POST, messages, toAlice, json: #"{"message":{"title":"Blackbird"}}"#, token: bob).status == 201)
             #expect(try await receive { $0.streamMessage != nil }.last?.streamMessage?.from == "bob")
             try await exchange(RealtimeClientMessage(op: .unsubscribe, ref: 4, topic: .collection("notes")))
+            #expect(try await receive { $0.ref == 4 }.last?.op == .ack)
+            // A batch: each request answered in turn.
+            try await exchange(
+                RealtimeClientBatch(requests: [
+                    RealtimeClientMessage(op: .subscribe, ref: 6, topic: .object(EntityKey(collection: "notes", id: "n1"))),
+                    RealtimeClientMessage(op: .unsubscribe, ref: 7, topic: .object(EntityKey(collection: "notes", id: "n1"))),
+                ])
+            )
+            #expect(try await receive { $0.ref == 7 }.filter { $0.ref != nil }.map(\.ref) == [6, 7])
         }
         #expect(try await call(r, cluster, .POST, messages, toAlice, json: #"{"message":"hi"}"#, token: alice).status == 403)
         #expect(

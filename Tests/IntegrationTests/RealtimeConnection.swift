@@ -12,7 +12,9 @@ func withRealtimeConnection(
     to baseURL: String,
     token: String,
     _ body:
-        @escaping @Sendable (_ send: @Sendable (RealtimeClientMessage) async throws -> Void, _ next: () async throws -> RealtimeServerMessage)
+        @escaping @Sendable (
+            _ send: @Sendable (any Encodable & Sendable) async throws -> Void, _ next: () async throws -> RealtimeServerMessage
+        )
         async throws -> Void
 ) async throws {
     var configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 24)

@@ -14,7 +14,9 @@ import WSClient
         _ cluster: TestCluster,
         token: String,
         _ body:
-            @escaping @Sendable (_ send: @Sendable (RealtimeClientMessage) async throws -> Void, _ next: () async throws -> RealtimeServerMessage)
+            @escaping @Sendable (
+                _ send: @Sendable (any Encodable & Sendable) async throws -> Void, _ next: () async throws -> RealtimeServerMessage
+            )
             async throws -> Void
     ) async throws {
         try await withRealtimeConnection(to: cluster.cloudURL, token: token, body)

@@ -61,6 +61,8 @@ final class RealtimeHub: Sendable {
         var nextID = 0
         var eventsSent = 0
         var fetches: [String: Int] = [:]
+        var readRequests = 0
+        var realtimeMessages = 0
         /// The query topics with subscribers, by collection (an event is matched against its collection's).
         var queryTopics: [String: Set<Topic>] = [:]
 
@@ -256,8 +258,19 @@ final class RealtimeHub: Sendable {
         for subscriber in state.withLock({ Array($0.subscribers.values) }) { subscriber.drop() }
     }
 
-    func recordFetch(_ key: EntityKey) {
-        state.withLock { $0.fetches[key.description, default: 0] += 1 }
+    func recordFetch(_ key: EntityKey) { recordFetches([key]) }
+
+    /// Counts one request that reads `keys`, and a read of each.
+    func recordFetches(_ keys: [EntityKey]) {
+        state.withLock { state in
+            state.readRequests += 1
+            for key in keys { state.fetches[key.description, default: 0] += 1 }
+        }
+    }
+
+    /// Counts a realtime message received from a client.
+    func recordRealtimeMessage() {
+        state.withLock { $0.realtimeMessages += 1 }
     }
 
     /// Counts a query page read, under `query:<canonical query>`.
@@ -273,7 +286,9 @@ final class RealtimeHub: Sendable {
                 fetches: state.fetches,
                 eventsSent: state.eventsSent,
                 logins: 0,
-                refreshes: 0
+                refreshes: 0,
+                readRequests: state.readRequests,
+                realtimeMessages: state.realtimeMessages
             )
         }
     }

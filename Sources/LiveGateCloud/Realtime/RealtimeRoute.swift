@@ -7,7 +7,7 @@ import LiveCloudAPI
 import Logging
 import NIOWebSocket
 
-/// `GET /v1/realtime`: the WebSocket that carries subscriptions and events (see `Protocol/cloud/realtime.md`).
+/// `GET /v1/realtime`: the WebSocket that carries subscriptions and events (see `Protocol/cloud/README.md`, Realtime).
 struct RealtimeRoute: Sendable {
     let auth: AuthService
     let permissions: Permissions
@@ -40,7 +40,7 @@ struct RealtimeRoute: Sendable {
                             try await outbound.close(.goingAway, reason: "fault injection: connection dropped")
                         }
                     }
-                    for try await message in inbound.messages(maxSize: 1 << 20) {
+                    for try await message in inbound.messages(maxSize: RealtimeClientBatch.maximumBytes) {
                         guard case .text(let text) = message else { continue }
                         await handle(text, from: subscriber, user: user, logger: context.logger)
                     }
@@ -51,17 +51,37 @@ struct RealtimeRoute: Sendable {
     }
 
     private func handle(_ text: String, from subscriber: RealtimeSubscriber, user: String, logger: Logger) async {
-        let request: RealtimeClientMessage
+        hub.recordRealtimeMessage()
+        let frame: RealtimeClientFrame
         do {
-            request = try JSONDecoder().decode(RealtimeClientMessage.self, from: Data(text.utf8))
+            frame = try JSONDecoder().decode(RealtimeClientFrame.self, from: Data(text.utf8))
         } catch {
             subscriber.send(
                 RealtimeHub.encode(
-                    .error(ref: nil, code: .badRequest, message: "not a realtime request: expected {\"op\",\"ref\",\"topic\"}")
+                    .error(
+                        ref: nil,
+                        code: .badRequest,
+                        message: "not a realtime request: expected {\"op\",\"ref\",\"topic\"} or {\"op\":\"batch\",\"requests\":[...]}"
+                    )
                 )
             )
             return
         }
+        switch frame {
+        case .single(let request):
+            await handle(request, from: subscriber, user: user, logger: logger)
+        case .batch(let requests):
+            guard (1...RealtimeClientBatch.maximumRequests).contains(requests.count) else {
+                let message = "a batch holds 1 to \(RealtimeClientBatch.maximumRequests) requests, not \(requests.count): send several"
+                subscriber.send(RealtimeHub.encode(.error(ref: nil, code: .badRequest, message: message)))
+                return
+            }
+            // In order, each answered as if it had come alone.
+            for request in requests { await handle(request, from: subscriber, user: user, logger: logger) }
+        }
+    }
+
+    private func handle(_ request: RealtimeClientMessage, from subscriber: RealtimeSubscriber, user: String, logger: Logger) async {
         switch request.op {
         case .subscribe:
             if let refusal = await refusal(of: request.topic, to: user, logger: logger) {

@@ -76,6 +76,39 @@ struct ObjectRoutes: Sendable {
             return try JSONResponse.make(.ok, entity)
         }
 
+        router.post(RouterPath(CloudPath.readObjects)) { request, _ -> Response in
+            let user = try await auth.user(for: request)
+            let body = try await JSONResponse.decode(ReadObjectsRequest.self, from: request, limit: maxBodyBytes)
+            guard (1...ReadObjectsRequest.maximumKeys).contains(body.keys.count) else {
+                throw CloudHTTPError.badRequest(
+                    "keys holds 1 to \(ReadObjectsRequest.maximumKeys) objects, not \(body.keys.count): send several reads"
+                )
+            }
+            for key in body.keys where !EntityKey.isValidName(key.collection) || !EntityKey.isValidName(key.id) {
+                throw CloudHTTPError.badRequest("\(key): collection and id must be 1-128 characters of A-Z a-z 0-9 _ - .")
+            }
+            let readable = body.keys.filter { permissions.allows(user, .read, $0.collection) }
+            hub.recordFetches(readable)
+            let found = try await store.get(Array(Set(readable)))
+            let results = body.keys.map { key -> ReadObjectResult in
+                guard permissions.allows(user, .read, key.collection) else {
+                    return ReadObjectResult(
+                        key: key,
+                        error: .init(code: .forbidden, message: "\(user) may not read the collection \(key.collection)")
+                    )
+                }
+                guard let entity = found[key] else { return ReadObjectResult(key: key, error: .init(code: .notFound, message: "no object \(key)")) }
+                guard !entity.deleted else {
+                    return ReadObjectResult(
+                        key: key,
+                        error: .init(code: .notFound, message: "object \(key) was deleted", currentVersion: entity.version)
+                    )
+                }
+                return ReadObjectResult(key: key, entity: entity)
+            }
+            return try JSONResponse.make(.ok, ReadObjectsResponse(results: results))
+        }
+
         router.put("/v1/collections/:collection/objects/:id") { request, context -> Response in
             try await writeData(request, context, what: "a JSON object", change: EntityChange.replace)
         }

@@ -29,6 +29,9 @@ protocol CloudStore: Sendable {
     /// The entity, or its tombstone; `nil` when it never existed.
     func get(_ key: EntityKey) async throws -> Entity?
 
+    /// Many entities (or tombstones) read in one snapshot, by key; keys that never existed are absent.
+    func get(_ keys: [EntityKey]) async throws -> [EntityKey: Entity]
+
     /// Writes one object; with `ifVersion`, only if the stored version is exactly that (0: "does not
     /// exist"). Versions grow by one with every write, deletions and re-creations included. With an
     /// `idempotency` key the store first looks for a write it already applied under that key (kept 24 hours),

@@ -161,6 +161,30 @@ final class SQLiteStore: CloudStore {
         }
     }
 
+    func get(_ keys: [EntityKey]) async throws -> [EntityKey: Entity] {
+        let byCollection = Dictionary(grouping: keys, by: \.collection)
+        return try await pool.read { db in
+            var found: [EntityKey: Entity] = [:]
+            for (collection, keys) in byCollection {
+                // SQLite takes at most 32,766 parameters a statement: a few hundred ids each.
+                for start in stride(from: 0, to: keys.count, by: 500) {
+                    let ids = keys[start..<min(start + 500, keys.count)].map(\.id)
+                    let marks = Array(repeating: "?", count: ids.count).joined(separator: ",")
+                    let rows = try Row.fetchAll(
+                        db,
+                        sql: "SELECT * FROM entity WHERE collection = ? AND id IN (\(marks))",
+                        arguments: StatementArguments([collection] + ids)
+                    )
+                    for row in rows {
+                        let entity = try Self.entity(from: row)
+                        found[entity.key] = entity
+                    }
+                }
+            }
+            return found
+        }
+    }
+
     func write(_ key: EntityKey, _ change: EntityChange, ifVersion: Int64?, idempotency: IdempotencyKey?) async throws -> WriteOutcome {
         let now = StoreText.timestamp()
         return try await pool.write { db -> WriteOutcome in

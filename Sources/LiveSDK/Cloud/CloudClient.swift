@@ -73,6 +73,39 @@ struct CloudClient: Sendable {
         return try Self.decode(Entity.self, from: body, what: "fetch of \(key)")
     }
 
+    /// Many objects in one request (at most ``ReadObjectsRequest/maximumKeys``): per key, as ``fetch(_:token:)``
+    /// answers for it (its entity, its tombstone, `nil`), or the error its own fetch would have thrown.
+    func read(_ keys: [EntityKey], token: String) async throws(LiveError) -> [EntityKey: Result<Entity?, LiveError>] {
+        let what = "read of \(keys.count) objects"
+        let (status, body) = try await send(method: .POST, path: CloudPath.readObjects, token: token, body: ReadObjectsRequest(keys: keys))
+        guard status == .ok else { throw Self.error(status: status, body: body, what: what) }
+        let response = try Self.decode(ReadObjectsResponse.self, from: body, what: what)
+        var results: [EntityKey: Result<Entity?, LiveError>] = [:]
+        for result in response.results {
+            let key = result.key
+            if let entity = result.entity {
+                results[key] = .success(entity)
+            } else if let error = result.error, error.code == .notFound {
+                results[key] = .success(
+                    error.currentVersion.map {
+                        Entity(collection: key.collection, id: key.id, version: $0, data: [:], createdAt: "", updatedAt: "", deleted: true)
+                    }
+                )
+            } else {
+                let detail = result.error?.message ?? "the answer held neither the entity nor an error"
+                results[key] = .failure(
+                    result.error?.code == .forbidden
+                        ? LiveError(code: .notPermitted, message: "the cloud refused the fetch of \(key): \(detail)")
+                        : LiveError(code: .cloudUnavailable, message: "fetch of \(key) failed: \(detail)")
+                )
+            }
+        }
+        for key in keys where results[key] == nil {
+            results[key] = .failure(LiveError(code: .cloudUnavailable, message: "the cloud's answer to the \(what) left out \(key)"))
+        }
+        return results
+    }
+
     /// - Parameter writeID: sent as `Idempotency-Key`: a retry with the same id is applied once.
     func put(_ key: EntityKey, _ request: PutObjectRequest, writeID: String? = nil, token: String) async throws(LiveError) -> Entity {
         let (status, body) = try await send(method: .PUT, path: CloudPath.object(key), token: token, body: request, writeID: writeID)

@@ -80,6 +80,11 @@ public actor LiveClient {
     var observations: [EntityKey: SharedObjectObservation] = [:]
     private var fetching: Set<EntityKey> = []
     private var refetchWanted: Set<EntityKey> = []
+    // Batched fetches (see LiveClient+BatchedFetch.swift).
+    var fetchWaiters: [Int: FetchWaiter] = [:]
+    var fetchQueue: [Int] = []
+    var nextFetchWaiter = 0
+    var fetchRequestsRunning = 0
     public private(set) var connectionStatus: ConnectionStatus = .offline
     private var connectionObservers: [Int: @Sendable (ConnectionStatus) -> Void] = [:]
     private var nextConnectionObserver = 0
@@ -356,7 +361,7 @@ public actor LiveClient {
                 // Every event up to the subscription's last seen sequence number is committed before the fetch
                 // reads: the fetched state holds them all, so the cache can say so.
                 let baseline = await realtime.lastSeq(of: .object(key))
-                let entity = try await fetchWithSession(key)
+                let entity = try await batchedFetch(key)
                 let checkpoint = baseline.map { (topic: Topic.object(key).description, seq: $0) }
                 do {
                     if let entity {
@@ -393,10 +398,6 @@ public actor LiveClient {
         if observations[key] !== observation, observations[key] != nil, refetchWanted.remove(key) != nil {
             commandSink.yield(.refresh(key))
         }
-    }
-
-    private func fetchWithSession(_ key: EntityKey) async throws(LiveError) -> Entity? {
-        try await withSession { token throws(LiveError) in try await cloud.fetch(key, token: token) }
     }
 
     /// Runs a cloud request with the session's access token; when the cloud rejects the token, once more

@@ -41,6 +41,15 @@ actor RealtimeConnection {
     private var nextRef: Int64 = 0
     private var pendingAcks: [Int64: CheckedContinuation<RealtimeServerMessage?, Never>] = [:]
     private var earlyAnswers: [Int64: RealtimeServerMessage] = [:]
+    /// Requests waiting to be written (see ``send(_:_:since:)``), whether a write is under way, and the refs of
+    /// requests whose write failed before their sender waited.
+    private var outgoing: [RealtimeClientMessage] = []
+    private var writingOutgoing = false
+    /// The last request of the batch written last, until the cloud answers it.
+    private var awaitedRef: Int64?
+    private var unsent: Set<Int64> = []
+    /// Counts connections lost: a request sent on an earlier connection gets no answer on a later one.
+    private var connectionGeneration = 0
     /// The last event sequence number seen per subscribed topic: where a resubscription resumes from.
     private var lastSeq: [Topic: Int64] = [:]
     /// The sequence number of the last event handed to the engine per subscribed topic (since it was
@@ -276,9 +285,17 @@ actor RealtimeConnection {
         var needRefresh: Set<Topic> = []
         var refused: Set<Topic> = []
         var resumed = 0
-        for topic in topics {
-            let since = lastSeq[topic]
-            let ack = await send(.subscribe, topic, since: since)
+        // All at once: the requests go out batched, and their answers come back in order.
+        let answers = await withTaskGroup(of: (Topic, Int64?, RealtimeServerMessage?).self) { group in
+            for topic in topics {
+                let since = lastSeq[topic]
+                group.addTask { (topic, since, await self.send(.subscribe, topic, since: since)) }
+            }
+            var answers: [(Topic, Int64?, RealtimeServerMessage?)] = []
+            for await answer in group { answers.append(answer) }
+            return answers
+        }
+        for (topic, since, ack) in answers {
             if let ack, ack.op == .ack, let seq = ack.seq {
                 if since != nil && ack.resync != true {
                     resumed += 1
@@ -361,31 +378,79 @@ actor RealtimeConnection {
     }
 
     /// Sends a request and waits for its answer (an ack or an error); `nil` when the connection went down.
+    ///
+    /// Requests are batched: one made while another message is being written waits for the next write,
+    /// which carries every request made meanwhile as one `batch` message (up to the cloud's limit). A
+    /// burst of subscriptions (new observations, a reconnection's resubscriptions) costs a message per
+    /// batch, not one per topic; a request alone goes out at once.
     private func send(_ op: RealtimeClientMessage.Operation, _ topic: Topic, since: Int64? = nil) async -> RealtimeServerMessage? {
-        guard let writer else { return nil }
+        guard writer != nil else { return nil }
         nextRef += 1
         let ref = nextRef
+        let connection = connectionGeneration
         if op == .subscribe, since != nil { resuming[ref] = topic }
-        let text: String
-        do {
-            let request = RealtimeClientMessage(op: op, ref: ref, topic: topic, since: since)
-            text = String(decoding: try JSONEncoder().encode(request), as: UTF8.self)
-        } catch {
-            return nil
-        }
-        do {
-            try await writer.write(.text(text))
-        } catch {
-            logger.debug("realtime write failed", metadata: ["error": "\(error)"])
-            return nil
-        }
+        outgoing.append(RealtimeClientMessage(op: op, ref: ref, topic: topic, since: since))
+        if !writingOutgoing { await writeOutgoing() }
         // The actor is reentrant: the answer may already have arrived while the write was suspended.
         if let early = earlyAnswers.removeValue(forKey: ref) { return early }
-        guard self.writer != nil else { return nil }
+        let wasUnsent = unsent.remove(ref) != nil
+        // Not sent, or sent on a connection that is gone (a new one may be up already): no answer will come.
+        guard !wasUnsent, writer != nil, connection == connectionGeneration else { return nil }
         return await withCheckedContinuation { pendingAcks[ref] = $0 }
     }
 
+    /// Writes the queued requests, a batch per message: one batch at a time, the next once the cloud has
+    /// answered the last request of the one before (requests made meanwhile go in the next). A write that
+    /// fails leaves its requests unanswered: their senders get `nil`, as the connection goes down.
+    private func writeOutgoing() async {
+        guard !writingOutgoing else { return }
+        writingOutgoing = true
+        defer { writingOutgoing = false }
+        while !outgoing.isEmpty, awaitedRef == nil {
+            // As many as the cloud takes in one message: by count, and by size (a topic's name is what varies).
+            var requests: [RealtimeClientMessage] = []
+            var bytes = 32
+            for request in outgoing.prefix(RealtimeClientBatch.maximumRequests) {
+                bytes += request.topic.description.utf8.count + 80
+                if !requests.isEmpty && bytes > RealtimeClientBatch.maximumBytes / 2 { break }
+                requests.append(request)
+            }
+            outgoing.removeFirst(requests.count)
+            guard let writer else {
+                failed(requests)
+                continue
+            }
+            awaitedRef = requests.last?.ref
+            do {
+                let encoder = JSONEncoder()
+                let bytes = try requests.count == 1 ? encoder.encode(requests[0]) : encoder.encode(RealtimeClientBatch(requests: requests))
+                try await writer.write(.text(String(decoding: bytes, as: UTF8.self)))
+            } catch {
+                logger.debug("realtime write failed", metadata: ["error": "\(error)", "requests": "\(requests.count)"])
+                awaitedRef = nil
+                failed(requests)
+            }
+        }
+    }
+
+    /// Requests that were not sent: their waiters (if waiting already) get `nil`, and so do those still to wait.
+    private func failed(_ requests: [RealtimeClientMessage]) {
+        for request in requests {
+            resuming[request.ref] = nil
+            if let continuation = pendingAcks.removeValue(forKey: request.ref) {
+                continuation.resume(returning: nil)
+            } else {
+                unsent.insert(request.ref)
+            }
+        }
+    }
+
     private func answered(_ ref: Int64, _ answer: RealtimeServerMessage) {
+        if ref == awaitedRef {
+            // The batch is answered: the requests made meanwhile go out as the next.
+            awaitedRef = nil
+            if !outgoing.isEmpty { Task { await self.writeOutgoing() } }
+        }
         if let continuation = pendingAcks.removeValue(forKey: ref) {
             continuation.resume(returning: answer)
         } else if ref <= nextRef {
@@ -395,6 +460,10 @@ actor RealtimeConnection {
 
     private func disconnected() {
         writer = nil
+        connectionGeneration += 1
+        awaitedRef = nil
+        unsent.removeAll()
+        outgoing.removeAll()
         resuming.removeAll()
         replayRemaining.removeAll()
         earlyAnswers.removeAll()

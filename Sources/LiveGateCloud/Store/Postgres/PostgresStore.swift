@@ -116,6 +116,22 @@ final class PostgresStore: CloudStore {
         ).first
     }
 
+    func get(_ keys: [EntityKey]) async throws -> [EntityKey: Entity] {
+        // One statement, one snapshot: the keys as two parallel arrays.
+        let collections = keys.map(\.collection)
+        let ids = keys.map(\.id)
+        let rows = try await client.query(
+            """
+            SELECT \(unescaped: Self.entityColumns) FROM entity
+            WHERE (collection, id) IN (SELECT * FROM unnest(\(collections)::text[], \(ids)::text[]))
+            """,
+            logger: logger
+        )
+        var found: [EntityKey: Entity] = [:]
+        for entity in try await Self.entities(rows) { found[entity.key] = entity }
+        return found
+    }
+
     func write(_ key: EntityKey, _ change: EntityChange, ifVersion: Int64?, idempotency: IdempotencyKey?) async throws -> WriteOutcome {
         let now = StoreText.timestamp()
         return try await client.withTransaction(logger: logger) { connection in
