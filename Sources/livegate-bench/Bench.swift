@@ -39,6 +39,10 @@ struct Bench: AsyncParsableCommand {
     @Flag(help: "Skip the Redis rows.") var skipRedis = false
     @Flag(help: "Skip the memory run.") var skipMemory = false
     @Flag(help: "Skip the end-to-end row through livegate-cloud.") var skipEndToEnd = false
+    @Option(help: "Distinct objects observed on one connection in the many-objects runs, comma-separated (through livegate-cloud on SQLite).")
+    var manyObjects = "10000"
+    @Flag(help: "Only the many-objects runs.") var manyObjectsOnly = false
+    @Flag(help: "Skip the many-objects runs.") var skipManyObjects = false
     @Flag(help: "Only the change-set computation figure (no processes started).") var changeSetsOnly = false
     @Flag(help: "Only the engine (LiveSDK in-process) and cloud write figures.") var engineOnly = false
     @Flag(help: "Skip the engine and cloud write figures.") var skipEngine = false
@@ -60,6 +64,10 @@ struct Bench: AsyncParsableCommand {
         let bin = binDirectory ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path
         if cloudOnly {
             try await measureClouds(directory: directory + "/clouds", bin: bin)
+            return
+        }
+        if manyObjectsOnly {
+            try await measureManyObjects(directory: directory, bin: bin)
             return
         }
         if engineOnly || !skipEngine {
@@ -136,6 +144,7 @@ struct Bench: AsyncParsableCommand {
             let row = try await measureEndToEnd(directory: directory + "/e2e", bin: bin)
             printTable([row])
         }
+        if !skipManyObjects { try await measureManyObjects(directory: directory, bin: bin) }
     }
 
     // MARK: Change sets

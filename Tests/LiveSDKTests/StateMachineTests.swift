@@ -107,8 +107,10 @@ import Testing
         #expect(machine.release(a) == .linger, "the last reference leaves the topic lingering")
         #expect(machine.release(a) == .notHeld, "releasing an unheld topic does nothing")
         #expect(machine.wantedTopics == [a], "still subscribed while it lingers")
+        #expect(machine.wants(a) && !machine.wants(b))
         #expect(machine.expire(a) == (true, true), "the linger over, it is unsubscribed")
         #expect(machine.wantedTopics.isEmpty)
+        #expect(!machine.wants(a))
     }
 
     @Test func aTopicTakenBackWhileItLingersNeedsNoNewSubscription() {

@@ -60,10 +60,17 @@ final class ObjectTopicHub: Sendable {
                 continue
             }
             if isNew {
-                let sdkToken = await engine.object(collection: key.collection, id: key.id).observe { change in
-                    topic.emit(change)
+                // Not awaited: the engine's observation starts (its cache reads, then a fetch and a
+                // subscription batched with others) while the connection goes on to its next request, so a
+                // client's pipelined observations of many objects are not served one after another. The
+                // token's first notification comes when the engine emits it (its answer was queued first).
+                let engine = self.engine
+                Task {
+                    let sdkToken = await engine.object(collection: key.collection, id: key.id).observe { change in
+                        topic.emit(change)
+                    }
+                    topic.attach(sdkToken)
                 }
-                topic.attach(sdkToken)
             }
             return Subscription(topic: topic, subscriberID: id)
         }

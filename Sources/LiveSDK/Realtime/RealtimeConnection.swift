@@ -124,7 +124,7 @@ actor RealtimeConnection {
     /// Takes a reference on `topic`, resuming from `since` (a checkpoint the engine's cache holds) when it
     /// is the first: the cloud replays what came after it, and no fetch is needed.
     func acquire(_ topic: Topic, since: Int64?) async -> AcquireOutcome {
-        let first = machine.wantedTopics.contains(topic) == false
+        let first = !machine.wants(topic)
         if first, let since, lastSeq[topic] == nil { lastSeq[topic] = since }
         guard machine.acquire(topic) else { return .subscribed }
         let resumeFrom = since.flatMap { _ in lastSeq[topic] }
@@ -357,7 +357,7 @@ actor RealtimeConnection {
             }
         case .event:
             guard let seq = message.seq, let topic = message.topic else { return }
-            if machine.wantedTopics.contains(topic) {
+            if machine.wants(topic) {
                 lastSeq[topic] = max(lastSeq[topic] ?? 0, seq)
                 lastEventSeq[topic] = seq
             }

@@ -36,6 +36,9 @@ public struct RealtimeConnectionStateMachine: Sendable {
     /// The topics with at least one holder, and those lingering after their last holder left.
     public var wantedTopics: Set<Topic> { Set(refCounts.keys) }
 
+    /// Whether `topic` is wanted (O(1): ``wantedTopics`` builds a set of them all).
+    public func wants(_ topic: Topic) -> Bool { refCounts[topic] != nil }
+
     /// What releasing a reference does.
     public enum Release: Equatable, Sendable {
         /// Other holders remain.

@@ -1,0 +1,138 @@
+// Licensed under the Apache License, Version 2.0.
+
+import AsyncHTTPClient
+import Foundation
+import LiveCloudAPI
+import NIOCore
+import NIOHTTP1
+
+/// Many distinct objects observed on one connection, its requests pipelined (a desktop app opening a list of
+/// thousands of items): how long until every token has the cloud's answer, how many requests and realtime
+/// messages that cost upstream, the daemon's memory per observed object, and how long the same observations
+/// take when the daemon holds the objects already (another connection) or after a restart (its cache).
+extension Bench {
+    func measureManyObjects(directory: String, bin: String) async throws {
+        let counts = manyObjects.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        for count in counts {
+            try await measureManyObjects(count, directory: directory + "/many-\(count)", bin: bin)
+        }
+    }
+
+    private func measureManyObjects(_ count: Int, directory: String, bin: String) async throws {
+        let (cloud, base, access) = try await startCloud(directory: directory + "/cloud", bin: bin)
+        defer { cloud.stop() }
+        // The first 10,000 exist (written 32 at a time); any beyond are observed as not existing, which costs
+        // the daemon the same (a fetch, a subscription, the state).
+        let existing = min(count, 10_000)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for lane in 0..<32 {
+                group.addTask {
+                    for k in stride(from: lane, to: existing, by: 32) {
+                        let key = EntityKey(collection: "many", id: "i\(k)")
+                        _ = try await httpJSON(.PUT, base + CloudPath.object(key), #"{"data":{"n":\#(k),"title":"item \#(k)"}}"#, token: access)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let daemonDirectory = directory + "/daemon"
+        var daemon = try await startDaemon(directory: daemonDirectory, cloudURL: base, bin: bin, username: "bench", password: "bench-password")
+        defer { daemon.stop() }
+        let hello = #"{"jsonrpc":"2.0","id":0,"method":"hello","params":{"client":"bench","protocol":1}}"# + "\n"
+        var observes = ""
+        for k in 0..<count {
+            observes += #"{"jsonrpc":"2.0","id":\#(k + 1),"method":"object.observe","params":{"collection":"many","id":"i\#(k)"}}"# + "\n"
+        }
+        let loaded = #""loadingStatus":"loaded""#
+        say("many objects: \(count) distinct objects (\(existing) existing) observed on one connection, requests pipelined")
+
+        // From nothing: every token gets the cloud's answer.
+        let before = try await cloudStats(base)
+        let rssBefore = daemon.child.residentKiB
+        let (fresh, first) = try await timeObservations(count, socket: daemon.socket, greeting: hello + observes, marker: loaded, keepOpen: true)
+        let after = try await cloudStats(base)
+        let rssAfter = daemon.child.residentKiB
+        let reads = after.readRequests - before.readRequests
+        let messages = after.realtimeMessages - before.realtimeMessages
+        say(
+            "  all fresh after \(format(fresh.all)) ms (first \(format(fresh.first)) ms); upstream \(reads) read requests and \(messages) realtime messages "
+                + "(\(String(format: "%.1f", Double(count) / Double(max(1, reads + messages)))) new objects per request)"
+        )
+        say(
+            "  daemon RSS \(rssBefore / 1024) → \(rssAfter / 1024) MiB: \(Int(Double(rssAfter - rssBefore) * 1024 / Double(count))) bytes per observed object (with its one token)"
+        )
+
+        // The same objects from a second connection, while the first holds them.
+        let (held, _) = try await timeObservations(count, socket: daemon.socket, greeting: hello + observes, marker: loaded)
+        say("  held by the daemon (second connection, the first still observing): all answered fresh after \(format(held.all)) ms")
+        await first?.close()
+
+        // After a restart: the cache answers at once, then the cloud.
+        daemon.stop()
+        daemon = try await startDaemon(directory: daemonDirectory, cloudURL: base, bin: bin, username: "bench", password: "bench-password")
+        let (cached, _) = try await timeObservations(
+            count,
+            socket: daemon.socket,
+            greeting: hello + observes,
+            marker: #""dataStatus":"local""#,
+            also: loaded
+        )
+        say(
+            "  after a restart: \(existing) cached answers after \(format(cached.all)) ms; all fresh again after \(format(cached.alsoAll ?? .nan)) ms"
+        )
+    }
+
+    private struct ObservationTimes {
+        /// Milliseconds from the write of the requests to the first and to the last marked notification.
+        var first: Double
+        var all: Double
+        /// With `also`: to the last notification carrying that marker.
+        var alsoAll: Double?
+    }
+
+    /// Connects, writes `greeting` (hello and the observations) at once, and times the notifications carrying
+    /// `marker` until `count` have come (only the existing objects have a cached copy: `marker` `local`
+    /// counts those), then (with `also`) until `count` carry `also`.
+    private func timeObservations(
+        _ count: Int,
+        socket: String,
+        greeting: String,
+        marker: String,
+        also: String? = nil,
+        keepOpen: Bool = false
+    ) async throws -> (ObservationTimes, SubscriberPool?) {
+        let expected = marker.contains("local") ? min(count, 10_000) : count
+        let started = ContinuousClock.now
+        let pool = try await SubscriberPool.connect(count: 1, socketPath: socket, greeting: greeting, readyMarker: marker)
+        defer { if !keepOpen { Task { await pool.close() } } }
+        let first = ContinuousClock.now - started
+        func milliseconds(_ duration: Duration) -> Double {
+            Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
+        }
+        let deadline = ContinuousClock.now + .seconds(600)
+        while pool.receptions[0].markers < expected {
+            guard ContinuousClock.now < deadline else { throw BenchError("\(pool.receptions[0].markers) of \(expected) observations answered") }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        let all = ContinuousClock.now - started
+        var alsoAll: Double?
+        if let also {
+            let second = try await SubscriberPool.connect(count: 1, socketPath: socket, greeting: greeting, readyMarker: also)
+            defer { Task { await second.close() } }
+            while second.receptions[0].markers < count {
+                guard ContinuousClock.now < deadline else { throw BenchError("\(second.receptions[0].markers) of \(count) observations fresh") }
+                try await Task.sleep(for: .milliseconds(1))
+            }
+            alsoAll = milliseconds(ContinuousClock.now - started)
+        }
+        return (ObservationTimes(first: milliseconds(first), all: milliseconds(all), alsoAll: alsoAll), keepOpen ? pool : nil)
+    }
+
+    private func cloudStats(_ base: String) async throws -> CloudStats {
+        var request = HTTPClientRequest(url: base + CloudPath.stats)
+        request.method = .GET
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        let body = try await response.body.collect(upTo: 64 << 20)
+        return try JSONDecoder().decode(CloudStats.self, from: Data(body.readableBytesView))
+    }
+}
