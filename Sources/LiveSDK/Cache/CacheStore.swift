@@ -233,6 +233,30 @@ final class CacheStore: Sendable {
         }
     }
 
+    /// What a fetch brings to store: the entity (none when the cloud never had it) and the checkpoint of its
+    /// object topic as of the fetch.
+    struct Fetched: Sendable {
+        var entity: Entity?
+        var checkpoint: (topic: String, seq: Int64)?
+    }
+
+    /// Stores many fetches' outcomes in one transaction (as ``store(_:checkpoint:)`` does each, and
+    /// ``saveCheckpoint(_:_:)`` for a fetch that found nothing): one commit for a batch of fetches.
+    func store(_ fetched: [Fetched]) async throws(LiveError) {
+        guard !fetched.isEmpty else { return }
+        do {
+            try await pool.write { db in
+                for item in fetched {
+                    if let entity = item.entity { _ = try Self.upsert(entity, in: db) }
+                    if let checkpoint = item.checkpoint { try Self.saveCheckpoint(checkpoint.topic, checkpoint.seq, in: db) }
+                }
+            }
+            monitor.success(path)
+        } catch {
+            throw monitor.failure(error, doing: "writing \(fetched.count) fetched objects to the cache", path: path)
+        }
+    }
+
     /// ``store(_:checkpoint:)`` on the calling thread, which waits for the write (and for any write in
     /// progress): for the engine's realtime events, which it handles on a loop of its own (``EngineLoop``),
     /// where handing each write to the database's queue and back cost two thread switches per event.

@@ -6,35 +6,41 @@ import LiveCloudAPI
 /// for the next one, which carries every fetch asked for meanwhile (up to the cloud's batch limit) in one
 /// request (`POST /v1/objects/read`). One fetch alone goes out at once, as a `GET`: batching adds no latency,
 /// and a burst of new observations (a list of thousands of items opened at once) costs a request per batch
-/// rather than one per object.
+/// rather than one per object. What a batch fetched is stored in the cache in one transaction.
 extension LiveClient {
     /// How many fetch requests may be in flight at once.
     static let fetchRequestsInFlight = 2
 
+    /// A fetch's outcome: what the cloud said, and why the cache could not store it, if it could not.
+    typealias FetchOutcome = (result: Result<Entity?, LiveError>, storeFailure: LiveError?)
+
     struct FetchWaiter {
         let key: EntityKey
-        let continuation: CheckedContinuation<Result<Entity?, LiveError>, Never>
+        let checkpoint: (topic: String, seq: Int64)?
+        let continuation: CheckedContinuation<FetchOutcome, Never>
     }
 
     /// The object as the cloud has it (see ``CloudClient/fetch(_:token:)``), fetched with others asked for
-    /// at about the same time. Cancelling the waiting task ends its wait (the batch goes on for the others).
-    func batchedFetch(_ key: EntityKey) async throws(LiveError) -> Entity? {
+    /// at about the same time, and stored in the cache with `checkpoint` (the object topic's sequence number
+    /// as of before the fetch); also why it could not be stored, if it could not. Cancelling the waiting
+    /// task ends its wait (the batch goes on for the others).
+    func batchedFetch(_ key: EntityKey, checkpoint: (topic: String, seq: Int64)?) async throws(LiveError) -> (Entity?, LiveError?) {
         nextFetchWaiter += 1
         let id = nextFetchWaiter
-        let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<Entity?, LiveError>, Never>) in
+        let outcome = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<FetchOutcome, Never>) in
                 guard !Task.isCancelled else {
-                    continuation.resume(returning: .failure(Self.fetchCancelled(key)))
+                    continuation.resume(returning: (.failure(Self.fetchCancelled(key)), nil))
                     return
                 }
-                fetchWaiters[id] = FetchWaiter(key: key, continuation: continuation)
+                fetchWaiters[id] = FetchWaiter(key: key, checkpoint: checkpoint, continuation: continuation)
                 fetchQueue.append(id)
                 startFetchRequests()
             }
         } onCancel: {
             Task { await self.cancelFetch(id) }
         }
-        return try result.get()
+        return (try outcome.result.get(), outcome.storeFailure)
     }
 
     private static func fetchCancelled(_ key: EntityKey) -> LiveError {
@@ -43,7 +49,7 @@ extension LiveClient {
 
     private func cancelFetch(_ id: Int) {
         guard let waiter = fetchWaiters.removeValue(forKey: id) else { return }
-        waiter.continuation.resume(returning: .failure(Self.fetchCancelled(waiter.key)))
+        waiter.continuation.resume(returning: (.failure(Self.fetchCancelled(waiter.key)), nil))
     }
 
     private func startFetchRequests() {
@@ -59,11 +65,11 @@ extension LiveClient {
         while !fetchQueue.isEmpty {
             let ids = fetchQueue.prefix(ReadObjectsRequest.maximumKeys)
             fetchQueue.removeFirst(ids.count)
-            let batch = ids.compactMap { id in fetchWaiters[id].map { (id, $0.key) } }
+            let batch = ids.compactMap { id in fetchWaiters[id].map { (id, $0.key, $0.checkpoint) } }
             guard !batch.isEmpty else { continue }
             var keys: [EntityKey] = []
             var seen: Set<EntityKey> = []
-            for (_, key) in batch where seen.insert(key).inserted { keys.append(key) }
+            for (_, key, _) in batch where seen.insert(key).inserted { keys.append(key) }
             let results: [EntityKey: Result<Entity?, LiveError>]
             do {
                 if keys.count == 1 {
@@ -76,9 +82,26 @@ extension LiveClient {
             } catch {
                 results = Dictionary(uniqueKeysWithValues: keys.map { ($0, .failure(error)) })
             }
-            for (id, key) in batch {
+            // What was fetched goes to the cache in one transaction, before its observers hear of it.
+            var storeFailure: LiveError?
+            do {
+                try await cache.store(
+                    batch.compactMap { _, key, checkpoint in
+                        guard case .success(let entity) = results[key] else { return nil }
+                        return CacheStore.Fetched(entity: entity, checkpoint: checkpoint)
+                    }
+                )
+            } catch {
+                storeFailure = error
+            }
+            for (id, key, _) in batch {
                 guard let waiter = fetchWaiters.removeValue(forKey: id) else { continue }  // cancelled meanwhile
-                waiter.continuation.resume(returning: results[key] ?? .failure(Self.fetchCancelled(key)))
+                let result = results[key] ?? .failure(Self.fetchCancelled(key))
+                if case .success = result {
+                    waiter.continuation.resume(returning: (result, storeFailure))
+                } else {
+                    waiter.continuation.resume(returning: (result, nil))
+                }
             }
         }
     }

@@ -311,7 +311,6 @@ public actor LiveClient {
         return token
     }
 
-    /// Subscribes the object's topic, then fetches it (in that order, so no change can fall between).
     /// Subscribes the object's topic, then fetches it (in that order, so no change can fall between). When
     /// the cache holds a checkpoint for the topic (a previous run saw its events up to there), the
     /// subscription resumes from it instead: the cloud replays what was missed and no fetch is needed.
@@ -361,18 +360,13 @@ public actor LiveClient {
                 // Every event up to the subscription's last seen sequence number is committed before the fetch
                 // reads: the fetched state holds them all, so the cache can say so.
                 let baseline = await realtime.lastSeq(of: .object(key))
-                let entity = try await batchedFetch(key)
                 let checkpoint = baseline.map { (topic: Topic.object(key).description, seq: $0) }
-                do {
-                    if let entity {
-                        try await cache.store(entity, checkpoint: checkpoint)
-                    } else if let checkpoint {
-                        try await cache.saveCheckpoint(checkpoint.topic, checkpoint.seq)
-                    }
-                } catch {
+                // Stored in the cache with its checkpoint by the fetch, with the rest of its batch.
+                let (entity, storeFailure) = try await batchedFetch(key, checkpoint: checkpoint)
+                if let storeFailure {
                     // The observers get what the cloud said all the same: a cache that cannot store (a full
                     // disk) costs the next start a fetch, not this observation its data.
-                    logCacheFailure(error, ["key": "\(key)"])
+                    logCacheFailure(storeFailure, ["key": "\(key)"])
                 }
                 observation.apply { $0.fetchSucceeded(entity) }
                 readOutcome(key.collection, nil)
