@@ -26,6 +26,31 @@ private func entity(_ version: Int64, _ text: String = "v", deleted: Bool = fals
         #expect(second.snapshot?.version == 2)
     }
 
+    /// Found by the live-semantics checker (seed 3048797368943271): events heard while an observation's cache
+    /// read was under way went out, then the start showed the cache's older copy.
+    @Test func eventsHeardBeforeTheStartAreNotFollowedByAnOlderCachedCopy() throws {
+        var state = LiveObjectState()
+        #expect(state.remoteChanged(entity(30)) == nil, "not started: nothing is shown yet")
+        #expect(state.remoteChanged(entity(31)) == nil)
+        #expect(state.resyncStarted() == nil, "nothing shown, nothing to doubt")
+        let started = state.started(cached: entity(30), fetching: true)
+        let first = try #require(started)
+        #expect(first.snapshot?.version == 31 && first.dataStatus == .fresh, "the event's copy, not the cache's older one")
+
+        // A cached copy newer than what was heard is shown, as usual.
+        var newer = LiveObjectState()
+        _ = newer.remoteChanged(entity(5))
+        let newerStart = newer.started(cached: entity(7), fetching: true)
+        let shown = try #require(newerStart)
+        #expect(shown.snapshot?.version == 7 && shown.dataStatus == .local)
+        // A deletion heard first: the cached copy does not bring the object back.
+        var deleted = LiveObjectState()
+        _ = deleted.remoteChanged(entity(9, deleted: true))
+        let deletedStart = deleted.started(cached: entity(8), fetching: true)
+        let gone = try #require(deletedStart)
+        #expect(gone.snapshot == nil && gone.dataStatus == .notExist)
+    }
+
     @Test func anEventThatSkipsVersionsOfAContinuouslyFollowedObjectIsAGap() {
         var state = LiveObjectState()
         _ = state.started(cached: entity(1), fetching: true)

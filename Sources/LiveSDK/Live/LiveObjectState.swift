@@ -161,9 +161,12 @@ public struct LiveObjectState: Sendable {
     public mutating func started(cached: Entity?, fetching: Bool) -> LiveObjectChange? {
         hasStarted = true
         var next = confirmed
+        // Realtime events of the object may arrive while its cached copy is read: the cache's copy is shown
+        // only when it is newer than what they brought (a copy older than an event heard would go back).
+        let heard = knownVersion
         if let cached {
             knownVersion = max(knownVersion, cached.version)
-            if !cached.deleted {
+            if !cached.deleted, cached.version > heard {
                 next.snapshot = cached
                 next.dataStatus = .local
             }
@@ -177,7 +180,8 @@ public struct LiveObjectState: Sendable {
     /// told then that their data is not known to be current, and the fetch's outcome follows all the same.
     public mutating func resyncStarted() -> LiveObjectChange? {
         eventSinceFetchStarted = false
-        guard confirmed.loadingStatus != .error else { return nil }
+        // Not started: nothing was shown yet, and the start's fetch follows.
+        guard hasStarted, confirmed.loadingStatus != .error else { return nil }
         var next = confirmed
         next.loadingStatus = .loading
         next.resync = true
@@ -265,8 +269,10 @@ public struct LiveObjectState: Sendable {
         next.dataStatus = entity.deleted ? .notExist : .fresh
         if next.loadingStatus != .loading { next.loadingStatus = .loaded }
         next.error = nil
-        if catchingUp {
-            confirmed = next  // replayed: emitted with the catch-up
+        if catchingUp || !hasStarted {
+            // Replayed: emitted with the catch-up. Not started yet (heard while the cache was read): emitted
+            // by the start, which keeps it over an older cached copy.
+            confirmed = next
             return nil
         }
         return commit(next)
