@@ -87,11 +87,12 @@ struct ObjectRoutes: Sendable {
             for key in body.keys where !EntityKey.isValidName(key.collection) || !EntityKey.isValidName(key.id) {
                 throw CloudHTTPError.badRequest("\(key): collection and id must be 1-128 characters of A-Z a-z 0-9 _ - .")
             }
-            let readable = body.keys.filter { permissions.allows(user, .read, $0.collection) }
+            let readableCollections = Set(body.keys.map(\.collection).filter { permissions.allows(user, .read, $0) })
+            let readable = body.keys.filter { readableCollections.contains($0.collection) }
             hub.recordFetches(readable)
             let found = try await store.get(Array(Set(readable)))
             let results = body.keys.map { key -> ReadObjectResult in
-                guard permissions.allows(user, .read, key.collection) else {
+                guard readableCollections.contains(key.collection) else {
                     return ReadObjectResult(
                         key: key,
                         error: .init(code: .forbidden, message: "\(user) may not read the collection \(key.collection)")

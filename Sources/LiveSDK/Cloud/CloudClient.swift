@@ -64,10 +64,8 @@ struct CloudClient: Sendable {
         let (status, body) = try await send(method: .GET, path: CloudPath.object(key), token: token, body: Optional<Int>.none)
         if status == .notFound {
             // A deleted object's 404 carries the deletion's version (Protocol/cloud, Objects).
-            guard let answer = try? CloudJSON.decode(ErrorResponse.self, from: body.readableBytesView),
-                let version = answer.error.currentVersion
-            else { return nil }
-            return Entity(collection: key.collection, id: key.id, version: version, data: [:], createdAt: "", updatedAt: "", deleted: true)
+            let answer = try? CloudJSON.decode(ErrorResponse.self, from: body.readableBytesView)
+            return Self.notFound(key, answer?.error)
         }
         guard status == .ok else { throw Self.error(status: status, body: body, what: "fetch of \(key)") }
         return try Self.decode(Entity.self, from: body, what: "fetch of \(key)")
@@ -86,11 +84,7 @@ struct CloudClient: Sendable {
             if let entity = result.entity {
                 results[key] = .success(entity)
             } else if let error = result.error, error.code == .notFound {
-                results[key] = .success(
-                    error.currentVersion.map {
-                        Entity(collection: key.collection, id: key.id, version: $0, data: [:], createdAt: "", updatedAt: "", deleted: true)
-                    }
-                )
+                results[key] = .success(Self.notFound(key, error))
             } else {
                 let detail = result.error?.message ?? "the answer held neither the entity nor an error"
                 results[key] = .failure(
@@ -104,6 +98,14 @@ struct CloudClient: Sendable {
             results[key] = .failure(LiveError(code: .cloudUnavailable, message: "the cloud's answer to the \(what) left out \(key)"))
         }
         return results
+    }
+
+    /// What a `not_found` answer for `key` says: its tombstone when it names the deletion's version
+    /// (`currentVersion`), else that the cloud never had it (`nil`).
+    private static func notFound(_ key: EntityKey, _ error: ErrorResponse.Body?) -> Entity? {
+        error?.currentVersion.map {
+            Entity(collection: key.collection, id: key.id, version: $0, data: [:], createdAt: "", updatedAt: "", deleted: true)
+        }
     }
 
     /// - Parameter writeID: sent as `Idempotency-Key`: a retry with the same id is applied once.

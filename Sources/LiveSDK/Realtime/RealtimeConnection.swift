@@ -379,10 +379,10 @@ actor RealtimeConnection {
 
     /// Sends a request and waits for its answer (an ack or an error); `nil` when the connection went down.
     ///
-    /// Requests are batched: one made while another message is being written waits for the next write,
-    /// which carries every request made meanwhile as one `batch` message (up to the cloud's limit). A
-    /// burst of subscriptions (new observations, a reconnection's resubscriptions) costs a message per
-    /// batch, not one per topic; a request alone goes out at once.
+    /// Requests are batched (see ``writeOutgoing()``): one made while a batch awaits its answer goes in the next,
+    /// with every request made meanwhile, as one `batch` message. A burst of subscriptions (new observations, a
+    /// reconnection's resubscriptions) costs a message per batch, not one per topic; a request alone goes out
+    /// at once.
     private func send(_ op: RealtimeClientMessage.Operation, _ topic: Topic, since: Int64? = nil) async -> RealtimeServerMessage? {
         guard writer != nil else { return nil }
         nextRef += 1
@@ -390,7 +390,7 @@ actor RealtimeConnection {
         let connection = connectionGeneration
         if op == .subscribe, since != nil { resuming[ref] = topic }
         outgoing.append(RealtimeClientMessage(op: op, ref: ref, topic: topic, since: since))
-        if !writingOutgoing { await writeOutgoing() }
+        await writeOutgoing()
         // The actor is reentrant: the answer may already have arrived while the write was suspended.
         if let early = earlyAnswers.removeValue(forKey: ref) { return early }
         let wasUnsent = unsent.remove(ref) != nil
