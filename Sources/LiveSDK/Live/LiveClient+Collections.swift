@@ -233,6 +233,15 @@ extension LiveClient {
         }
     }
 
+    /// Stores a page's objects in the cache (newer copies only); a failure is logged.
+    private func storeEntities(_ entities: [Entity], of window: CollectionWindow) async {
+        do {
+            try await cache.store(entities.map { CacheStore.Fetched(entity: $0, checkpoint: nil) })
+        } catch {
+            if !Task.isCancelled { logCacheFailure(error, ["query": "\(window.query.canonicalText)"]) }
+        }
+    }
+
     /// Subscribes the collection's topic, then fetches one page beyond the window's seeded items (towards the
     /// end, or the start for a `.last` anchor). On failure, falls back to fetching the whole window.
     func extendCollection(_ window: CollectionWindow) async {
@@ -262,6 +271,11 @@ extension LiveClient {
                 query.areInIncreasingOrder(query.position(of: $0), query.position(of: $1))
             }
             let more = window.anchor == .first ? result.nextCursor != nil : result.previousCursor != nil
+            // The page's objects go to the cache before the window shows them: the cache is what tells a
+            // realtime event that an older copy arrives late (a resumed object topic replaying what the page
+            // already holds), and such a copy must not place the object in the window again (checker seed
+            // 4268631748165352: i0 v6 shown after the page had brought v7).
+            await storeEntities(result.items, of: window)
             fetched(
                 window,
                 observation,
@@ -269,7 +283,8 @@ extension LiveClient {
                 count: result.count,
                 hasNext: window.anchor == .first && more,
                 hasPrevious: window.anchor == .last && more,
-                seq: result.seq
+                seq: result.seq,
+                readAt: result.seq
             )
             changesDuringCollectionFetch[window] = nil
             if collectionRefetchWanted.remove(window) != nil { await refreshCollection(window) }
@@ -326,7 +341,8 @@ extension LiveClient {
                     count: result.count,
                     hasNext: result.hasNext,
                     hasPrevious: result.hasPrevious,
-                    seq: result.seq
+                    seq: result.seq,
+                    readAt: result.firstSeq
                 )
                 readOutcome(window.query.collection, nil)
                 await cacheStored(result.items.count)
@@ -358,6 +374,10 @@ extension LiveClient {
     ///
     /// - Parameter seq: the event log's sequence number the count was read at (``QueryPage/seq``): the events
     ///   after it count, those up to it are in the count already.
+    /// - Parameter readAt: the sequence number every page of the fetch was read at or after (the first
+    ///   page's): the events up to it are in the items already, so they place nothing. Replayed over the
+    ///   result, such an event would bring back an older copy of an object the result holds a newer one of,
+    ///   or placed beyond the window's edge.
     private func fetched(
         _ window: CollectionWindow,
         _ observation: SharedCollectionObservation,
@@ -365,14 +385,15 @@ extension LiveClient {
         count: Int,
         hasNext: Bool,
         hasPrevious: Bool,
-        seq: Int64?
+        seq: Int64?,
+        readAt: Int64?
     ) {
         collectionCountedThrough[window] = seq
         let meanwhile = (changesDuringCollectionFetch[window] ?? []).map { event in
             (
                 entity: event.entity,
                 previous: event.seq.flatMap { eventSeq in eventSeq > (seq ?? 0) ? event.previous : nil },
-                placing: event.placing
+                placing: event.placing && !(event.seq.map { eventSeq in readAt.map { eventSeq <= $0 } ?? false } ?? false)
             )
         }
         observation.apply {
@@ -399,17 +420,22 @@ extension LiveClient {
     }
 
     /// Reads the window from the cloud: as many pages of up to 100 as it holds, from its anchor.
+    /// `seq` is the last page's sequence number (its count is the result's), `firstSeq` the first page's.
     private func fetchWindow(_ window: CollectionWindow) async throws(LiveError) -> (
-        items: [Entity], count: Int, hasNext: Bool, hasPrevious: Bool, seq: Int64?
+        items: [Entity], count: Int, hasNext: Bool, hasPrevious: Bool, seq: Int64?, firstSeq: Int64?
     ) {
         var items: [Entity] = []
         var page: PageRequest = window.anchor == .first ? .first : .last
         var count = 0
         var seq: Int64?
+        var firstSeq: Int64?
+        var isFirstPage = true
         var more = false
         repeat {
             let limit = min(100, window.itemLimit - items.count)
             let result = try await queryWithSession(window.query, page, limit: limit)
+            if isFirstPage { firstSeq = result.seq }
+            isFirstPage = false
             count = result.count
             seq = result.seq
             switch window.anchor {
@@ -423,7 +449,7 @@ extension LiveClient {
                 if let first = items.first { page = .before(window.query.position(of: first)) }
             }
         } while more && items.count < window.itemLimit
-        return (items, count, window.anchor == .first && more, window.anchor == .last && more, seq)
+        return (items, count, window.anchor == .first && more, window.anchor == .last && more, seq, firstSeq)
     }
 
     func queryWithSession(_ query: CollectionQuery, _ page: PageRequest, limit: Int) async throws(LiveError) -> QueryPage {
@@ -471,8 +497,8 @@ extension LiveClient {
     ///   ``LiveCollectionState/remoteChanged(_:previous:)``).
     /// - Parameter placing: `false` when the cache already holds a newer copy of the object: the write only
     ///   counts.
-    /// - Parameter seq: the event's sequence number (a counted event's): one that the window's last fetch
-    ///   already counted is not counted again.
+    /// - Parameter seq: the realtime event's sequence number: a counted event that the window's last fetch
+    ///   already counted is not counted again, and an event that a fetch in progress read past places nothing.
     func collectionsChanged(_ entity: Entity, previous: JSONValue?? = nil, placing: Bool = true, seq: Int64? = nil) {
         for (window, observation) in collectionObservations where window.query.collection == entity.collection {
             windowChanged(window, observation, entity, previous: previous, placing: placing, seq: seq)

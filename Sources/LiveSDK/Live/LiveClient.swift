@@ -497,7 +497,7 @@ public actor LiveClient {
             collectionsChanged(entity, previous: .some(previous), placing: newest, seq: seq)
             collectionEventApplied[collection] = seq
         } else if newest {
-            collectionsChanged(entity)
+            collectionsChanged(entity, seq: seq)
         }
         await cacheStored(1, fromRealtime: true)
     }
