@@ -169,6 +169,10 @@ public struct CloudStats: Codable, Sendable {
     public var readRequests: Int
     /// Realtime messages received from clients, since start (a batch of requests counts one).
     public var realtimeMessages: Int
+    /// Object writes (PUT, PATCH, DELETE) this server decided, since start (refused ones too), and the
+    /// transactions they were decided in: writes made at once share a transaction (group commit).
+    public var objectWrites: Int
+    public var writeTransactions: Int
 
     public init(
         connections: Int,
@@ -178,7 +182,9 @@ public struct CloudStats: Codable, Sendable {
         logins: Int,
         refreshes: Int,
         readRequests: Int = 0,
-        realtimeMessages: Int = 0
+        realtimeMessages: Int = 0,
+        objectWrites: Int = 0,
+        writeTransactions: Int = 0
     ) {
         self.connections = connections
         self.subscriptions = subscriptions
@@ -188,5 +194,22 @@ public struct CloudStats: Codable, Sendable {
         self.refreshes = refreshes
         self.readRequests = readRequests
         self.realtimeMessages = realtimeMessages
+        self.objectWrites = objectWrites
+        self.writeTransactions = writeTransactions
+    }
+
+    /// The counters a cloud of an earlier version does not report decode as 0.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        connections = try container.decode(Int.self, forKey: .connections)
+        subscriptions = try container.decode([String: Int].self, forKey: .subscriptions)
+        fetches = try container.decode([String: Int].self, forKey: .fetches)
+        eventsSent = try container.decode(Int.self, forKey: .eventsSent)
+        logins = try container.decode(Int.self, forKey: .logins)
+        refreshes = try container.decode(Int.self, forKey: .refreshes)
+        readRequests = try container.decodeIfPresent(Int.self, forKey: .readRequests) ?? 0
+        realtimeMessages = try container.decodeIfPresent(Int.self, forKey: .realtimeMessages) ?? 0
+        objectWrites = try container.decodeIfPresent(Int.self, forKey: .objectWrites) ?? 0
+        writeTransactions = try container.decodeIfPresent(Int.self, forKey: .writeTransactions) ?? 0
     }
 }

@@ -47,7 +47,9 @@ extension Bench {
         try await measureRealtime(label, writeBase: base, writeAccess: access, listenBase: listenBase, listenAccess: listenAccess)
     }
 
-    /// Write latency (one client, one write after the other) and rate (one client, then 8 at once).
+    /// Write latency (one client, one write after the other); the rate with 8 and with 64 writers at once, with
+    /// the writes each store transaction took (group commit); and the latency of writes sent at half the
+    /// 64-writer rate (an open loop: each write at its time, whether or not the ones before were answered).
     func measureCloudWrites(_ label: String, base: String, access: String) async throws {
         var latencies: [Double] = []
         let padding = String(repeating: "x", count: max(0, payloadBytes - 20))
@@ -66,8 +68,48 @@ extension Bench {
             "cloud (\(label)) writes, one client: p50 \(format(latencies[latencies.count / 2])) ms, p99 \(format(latencies[latencies.count * 99 / 100])) ms, "
                 + "\(Int(1000 / (latencies.reduce(0, +) / 1000))) writes/s"
         )
-        let seconds = try await concurrentWrites(base: base, access: access, clients: 8, perClient: 250, collection: "w") { _ in padding }
-        say("cloud (\(label)) writes, 8 clients at once: \(Int(Double(8 * 250) / seconds)) writes/s")
+        // Its own connection pool: HTTPClient.shared opens at most 8 connections to a host.
+        let client = HTTPClient(
+            eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+            configuration: HTTPClient.Configuration(
+                connectionPool: HTTPClient.Configuration.ConnectionPool(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
+            )
+        )
+        do {
+            try await measureConcurrentWrites(label, base: base, access: access, client: client, padding: padding)
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+        try await client.shutdown()
+    }
+
+    private func measureConcurrentWrites(_ label: String, base: String, access: String, client: HTTPClient, padding: String) async throws {
+        var fullRate = 0.0
+        for clients in [8, 64] {
+            let before = try await cloudStats(base)
+            let seconds = try await concurrentWrites(
+                base: base,
+                access: access,
+                clients: clients,
+                perClient: 16_000 / clients,
+                collection: "w",
+                client: client
+            ) { _ in padding }
+            let after = try await cloudStats(base)
+            fullRate = 16_000 / seconds
+            let perTransaction = Double(after.objectWrites - before.objectWrites) / Double(max(1, after.writeTransactions - before.writeTransactions))
+            say(
+                "cloud (\(label)) writes, \(clients) clients at once: \(Int(fullRate)) writes/s, "
+                    + "\(String(format: "%.1f", perTransaction)) writes per transaction"
+            )
+        }
+        let rate = fullRate / 2
+        let paced = try await pacedWrites(base: base, access: access, rate: rate, seconds: 4, writers: 64, client: client, padding: padding)
+        say(
+            "cloud (\(label)) writes at \(Int(rate))/s (half the 64-client rate): p50 \(format(paced.p50)) ms, p99 \(format(paced.p99)) ms "
+                + "(\(paced.count) writes)"
+        )
     }
 
     /// `clients` writers at once, each `perClient` writes to 20 objects of its own; returns the seconds taken.
@@ -77,6 +119,7 @@ extension Bench {
         clients: Int,
         perClient: Int,
         collection: String,
+        client: HTTPClient = .shared,
         padding: @escaping @Sendable (Int) -> String
     ) async throws -> Double {
         let started = DispatchTime.now().uptimeNanoseconds
@@ -84,11 +127,11 @@ extension Bench {
             for c in 0..<clients {
                 group.addTask {
                     for n in 0..<perClient {
-                        _ = try await httpJSON(
-                            .PUT,
+                        try await Self.put(
                             base + CloudPath.object(EntityKey(collection: collection, id: "c\(c)-\(n % 20)")),
                             #"{"data":{"pad":"\#(padding(n))","t":\#(DispatchTime.now().uptimeNanoseconds)}}"#,
-                            token: access
+                            token: access,
+                            client: client
                         )
                     }
                 }
@@ -96,6 +139,55 @@ extension Bench {
             try await group.waitForAll()
         }
         return Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+    }
+
+    /// Writes sent at `rate` a second for `seconds` by `writers` writers in turn (an open loop: a write is
+    /// sent at its time, not after the one before it was answered); the latency of each.
+    private func pacedWrites(
+        base: String,
+        access: String,
+        rate: Double,
+        seconds: Double,
+        writers: Int,
+        client: HTTPClient,
+        padding: String
+    ) async throws -> (p50: Double, p99: Double, count: Int) {
+        let total = Int(rate * seconds)
+        let interval = 1e9 / rate
+        let latencies = LatencyLog()
+        let started = DispatchTime.now().uptimeNanoseconds
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for w in 0..<writers {
+                group.addTask {
+                    for n in stride(from: w, to: total, by: writers) {
+                        let due = started + UInt64(Double(n) * interval)
+                        let now = DispatchTime.now().uptimeNanoseconds
+                        if due > now { try await Task.sleep(nanoseconds: due - now) }
+                        // From the time it was due: a write sent late because the one before it was slow counts that wait.
+                        try await Self.put(
+                            base + CloudPath.object(EntityKey(collection: "paced", id: "p\(w)-\(n % 20)")),
+                            #"{"data":{"pad":"\#(padding)"}}"#,
+                            token: access,
+                            client: client
+                        )
+                        latencies.values.withLock { $0.append(DispatchTime.now().uptimeNanoseconds - due) }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let sorted = latencies.values.withLock { $0.sorted() }
+        return (milliseconds(atPercentile: 0.50, of: sorted), milliseconds(atPercentile: 0.99, of: sorted), sorted.count)
+    }
+
+    private static func put(_ url: String, _ body: String, token: String, client: HTTPClient) async throws {
+        var request = HTTPClientRequest(url: url)
+        request.method = .PUT
+        request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        request.body = .bytes(ByteBuffer(string: body))
+        let response = try await client.execute(request, timeout: .seconds(30))
+        _ = try await response.body.collect(upTo: 1 << 20)
+        guard (200..<300).contains(Int(response.status.code)) else { throw BenchError("PUT \(url): HTTP \(response.status.code)") }
     }
 
     /// 10 realtime subscribers of one collection (on `listenBase`), 8 writers (on `writeBase`) making 2,000

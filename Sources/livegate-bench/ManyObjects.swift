@@ -128,7 +128,8 @@ extension Bench {
         return (ObservationTimes(first: milliseconds(first), all: milliseconds(all), alsoAll: alsoAll), keepOpen ? pool : nil)
     }
 
-    private func cloudStats(_ base: String) async throws -> CloudStats {
+    /// The cloud's counters.
+    func cloudStats(_ base: String) async throws -> CloudStats {
         var request = HTTPClientRequest(url: base + CloudPath.stats)
         request.method = .GET
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))

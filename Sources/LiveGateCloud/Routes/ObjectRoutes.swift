@@ -136,6 +136,7 @@ struct ObjectRoutes: Sendable {
         router.get(RouterPath(CloudPath.stats)) { _, _ -> Response in
             var stats = hub.stats()
             (stats.logins, stats.refreshes) = auth.counts
+            (stats.writeTransactions, stats.objectWrites) = store.writesCommitted
             return try JSONResponse.make(.ok, stats)
         }
     }

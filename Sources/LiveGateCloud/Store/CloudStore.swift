@@ -15,6 +15,9 @@ import LiveJSON
 ///   that includes the events other instances commit;
 /// - the log keeps at least the last `eventRetention` events.
 protocol CloudStore: Sendable {
+    /// Object writes decided and the transactions they shared, since the store opened (``GroupCommit``).
+    var writesCommitted: (transactions: Int, writes: Int) { get }
+
     /// The sequence number of the last event written (0 when none was).
     func lastSeq() async throws -> Int64
 

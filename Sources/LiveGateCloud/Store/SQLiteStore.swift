@@ -8,20 +8,32 @@ import LiveJSON
 /// Entities, streams and the durable event log, in one SQLite file (WAL): the default store, for one
 /// instance. SQLite serializes writers, so commit order is sequence order, and `onCommit` runs right after
 /// each commit (GRDB's `afterNextTransaction`).
+///
+/// Durability: `synchronous = FULL`, so a write is on disk (in the WAL, synced) before it is answered, and
+/// survives a power loss, not only a crash of the process. Object writes share commits (``GroupCommit``),
+/// which is what keeps that sync from bounding the write rate.
 final class SQLiteStore: CloudStore {
     let pool: DatabasePool
     let onCommit: @Sendable (_ seq: Int64, _ event: LoggedEvent) -> Void
     /// How many events the log keeps; older ones are pruned (a subscriber resuming from before them is told to resync).
     let eventRetention: Int64
+    /// A write's work inside a transaction: its outcome, and the events it logged (``logged(_:)``).
+    typealias Write = @Sendable (Database, inout [(seq: Int64, event: LoggedEvent)]) throws -> WriteOutcome
+    let groupCommit: GroupCommit<Write, WriteOutcome>
 
     init(path: String, eventRetention: Int64 = 100_000, onCommit: @escaping @Sendable (_ seq: Int64, _ event: LoggedEvent) -> Void) throws {
         var configuration = Configuration()
         configuration.label = "livegate-cloud.store"
-        pool = try DatabasePool(path: path, configuration: configuration)
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        let pool = try DatabasePool(path: path, configuration: configuration)
+        self.pool = pool
         self.onCommit = onCommit
         self.eventRetention = max(eventRetention, 1)
+        groupCommit = GroupCommit { batch in await Self.commit(batch, in: pool, publish: onCommit) }
         try Self.migrator.migrate(pool)
     }
+
+    var writesCommitted: (transactions: Int, writes: Int) { groupCommit.committed }
 
     func lastSeq() async throws -> Int64 {
         try await pool.read { db in try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'event'") ?? 0 }
@@ -187,7 +199,7 @@ final class SQLiteStore: CloudStore {
 
     func write(_ key: EntityKey, _ change: EntityChange, ifVersion: Int64?, idempotency: IdempotencyKey?) async throws -> WriteOutcome {
         let now = StoreText.timestamp()
-        return try await pool.write { db -> WriteOutcome in
+        return try await groupCommit.submit { db, events -> WriteOutcome in
             if let idempotency,
                 let row = try Row.fetchOne(
                     db,
@@ -225,7 +237,9 @@ final class SQLiteStore: CloudStore {
                 sql: "INSERT INTO event (collection, id, version, entity, previous) VALUES (?, ?, ?, ?, ?)",
                 arguments: [key.collection, key.id, entity.version, try StoreText.encode(entity), try LoggedEvent.previousText(of: current)]
             )
-            let seq = try self.appended(db, .entity(entity, previous: current.flatMap { $0.deleted ? nil : $0.data }))
+            let event = LoggedEvent.entity(entity, previous: current.flatMap { $0.deleted ? nil : $0.data })
+            let seq = try self.logged(db)
+            events.append((seq, event))
             let outcome = EntityChange.outcome(storing: entity, over: current)
             if let idempotency, let applied = outcome.applied {
                 let now = StoreText.milliseconds()
@@ -243,15 +257,61 @@ final class SQLiteStore: CloudStore {
 
     func close() throws { try pool.close() }
 
-    /// After an event row was inserted: its sequence number, the log pruned now and then, and `onCommit`
-    /// called once the transaction commits.
+    /// Applies a batch of writes in one transaction (see ``GroupCommit``): each in a savepoint of its own, so
+    /// that one whose work throws is rolled back alone; the events of those applied are published in order
+    /// right after the commit, before the next transaction starts.
+    private static func commit(
+        _ batch: [Write],
+        in pool: DatabasePool,
+        publish: @escaping @Sendable (_ seq: Int64, _ event: LoggedEvent) -> Void
+    ) async -> [Result<WriteOutcome, any Error>] {
+        do {
+            return try await pool.write { db in
+                var results: [Result<WriteOutcome, any Error>] = []
+                var published: [(seq: Int64, event: LoggedEvent)] = []
+                for write in batch {
+                    var events: [(seq: Int64, event: LoggedEvent)] = []
+                    var result: Result<WriteOutcome, any Error> = .failure(CancellationError())
+                    try db.inSavepoint {
+                        do {
+                            result = .success(try write(db, &events))
+                            return .commit
+                        } catch {
+                            result = .failure(error)
+                            return .rollback
+                        }
+                    }
+                    if case .success = result { published += events }
+                    results.append(result)
+                }
+                if !published.isEmpty {
+                    let events = published
+                    db.afterNextTransaction(onCommit: { _ in
+                        for (seq, event) in events { publish(seq, event) }
+                    })
+                }
+                return results
+            }
+        } catch {
+            return Array(repeating: .failure(error), count: batch.count)
+        }
+    }
+
+    /// After an event row was inserted: its sequence number, and `onCommit` called once the transaction commits.
     func appended(_ db: Database, _ event: LoggedEvent) throws -> Int64 {
+        let seq = try logged(db)
+        db.afterNextTransaction(onCommit: { [onCommit] _ in onCommit(seq, event) })
+        return seq
+    }
+
+    /// After an event row was inserted: its sequence number, and the log pruned now and then. Whoever
+    /// commits the transaction publishes the event (``appended(_:_:)``, or the group commit).
+    func logged(_ db: Database) throws -> Int64 {
         let seq = db.lastInsertedRowID
         if seq % 64 == 0 {
             // Keep the log bounded: every 64 events, drop what is past the retention.
             try db.execute(sql: "DELETE FROM event WHERE seq <= ?", arguments: [seq - eventRetention])
         }
-        db.afterNextTransaction(onCommit: { [onCommit] _ in onCommit(seq, event) })
         return seq
     }
 

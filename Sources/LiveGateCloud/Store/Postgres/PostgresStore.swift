@@ -29,13 +29,20 @@ final class PostgresStore: CloudStore {
     /// The advisory lock every log-appending transaction holds ("livegate").
     static let writeLock: Int64 = 0x6c69_7665_6761_7465
 
+    /// Object writes share transactions (``GroupCommit``, ``PostgresBatchWriter``).
+    let groupCommit: GroupCommit<PostgresBatchWriter.PendingWrite, WriteOutcome>
+
     /// Opens the store on a running client (`client.run()` must be going), applying missing migrations.
     init(client: PostgresClient, eventRetention: Int64 = 100_000, logger: Logger) async throws {
         self.client = client
         self.logger = logger
         self.eventRetention = max(eventRetention, 1)
+        let writer = PostgresBatchWriter(client: client, logger: logger, eventRetention: max(eventRetention, 1))
+        groupCommit = GroupCommit { batch in await writer.commit(batch) }
         try await PostgresSchema.migrate(client, logger: logger)
     }
+
+    var writesCommitted: (transactions: Int, writes: Int) { groupCommit.committed }
 
     func lastSeq() async throws -> Int64 {
         try await single(Int64.self, "SELECT coalesce(max(seq), 0)::bigint FROM event") ?? 0
@@ -133,65 +140,9 @@ final class PostgresStore: CloudStore {
     }
 
     func write(_ key: EntityKey, _ change: EntityChange, ifVersion: Int64?, idempotency: IdempotencyKey?) async throws -> WriteOutcome {
-        let now = StoreText.timestamp()
-        return try await client.withTransaction(logger: logger) { connection in
-            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.writeLock))", logger: logger)
-            if let idempotency {
-                let applied = try await connection.query(
-                    "SELECT entity, outcome FROM applied_write WHERE username = \(idempotency.user) AND key = \(idempotency.key)",
-                    logger: logger
-                )
-                for try await (text, outcome) in applied.decode((String, String).self) {
-                    let entity = try JSONDecoder().decode(Entity.self, from: Data(text.utf8))
-                    guard entity.key == key else { return .keyReused(idempotency.key, by: entity.key) }
-                    return IdempotencyKey.replayed(entity, outcome: outcome)
-                }
-            }
-            let current = try await Self.entities(
-                try await connection.query(
-                    "SELECT \(unescaped: Self.entityColumns) FROM entity WHERE collection = \(key.collection) AND id = \(key.id)",
-                    logger: logger
-                )
-            ).first
-            let entity: Entity
-            switch change.apply(to: current, key: key, ifVersion: ifVersion, now: now) {
-            case .refuse(let outcome): return outcome
-            case .store(let stored): entity = stored
-            }
-            let data = try StoreText.encode(entity.data)
-            try await connection.query(
-                """
-                INSERT INTO entity (collection, id, version, data, created_at, updated_at, deleted)
-                VALUES (\(key.collection), \(key.id), \(entity.version), \(data)::jsonb, \(entity.createdAt), \(entity.updatedAt), \(entity.deleted))
-                ON CONFLICT (collection, id) DO UPDATE SET version = excluded.version, data = excluded.data,
-                    created_at = excluded.created_at, updated_at = excluded.updated_at, deleted = excluded.deleted
-                """,
-                logger: logger
-            )
-            let seq = try await append(
-                connection,
-                collection: key.collection,
-                id: key.id,
-                version: entity.version,
-                text: try StoreText.encode(entity),
-                previous: try LoggedEvent.previousText(of: current)
-            )
-            let outcome = EntityChange.outcome(storing: entity, over: current)
-            if let idempotency, let applied = outcome.applied {
-                let now = StoreText.milliseconds()
-                if seq % 64 == 0 {
-                    try await connection.query("DELETE FROM applied_write WHERE at < \(now - IdempotencyKey.retentionMilliseconds)", logger: logger)
-                }
-                try await connection.query(
-                    """
-                    INSERT INTO applied_write (username, key, entity, outcome, at)
-                    VALUES (\(idempotency.user), \(idempotency.key), \(try StoreText.encode(applied.entity)), \(applied.outcome), \(now))
-                    """,
-                    logger: logger
-                )
-            }
-            return outcome
-        }
+        try await groupCommit.submit(
+            PostgresBatchWriter.PendingWrite(key: key, change: change, ifVersion: ifVersion, idempotency: idempotency, now: StoreText.timestamp())
+        )
     }
 
     /// Appends an event row inside a transaction that holds `writeLock`: its seq, the `NOTIFY` that wakes
