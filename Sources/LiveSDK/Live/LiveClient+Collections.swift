@@ -389,6 +389,14 @@ extension LiveClient {
         readAt: Int64?
     ) {
         collectionCountedThrough[window] = seq
+        // A fetch supersedes a resumption still waiting for its replay (a resync made the cloud drop it):
+        // the window no longer waits to be caught up, and a refill it needs is asked for as it comes.
+        if collectionsCatchingUp.remove(window) != nil {
+            observation.apply { state in
+                state.resumeAbandoned()
+                return nil
+            }
+        }
         let meanwhile = (changesDuringCollectionFetch[window] ?? []).map { event in
             (
                 entity: event.entity,
@@ -531,6 +539,15 @@ extension LiveClient {
     func resyncCollections(of collection: String) {
         for (window, observation) in collectionObservations where window.query.collection == collection {
             logger.notice("resync: continuity with the cloud could not be proven", metadata: ["query": "\(window.query.canonicalText)"])
+            // A window resuming from its stored result gets no replay now: the fetch replaces it (checker
+            // seed 1750640614684479: left waiting for a replay that never came, a window never asked for the
+            // refill that would have corrected its count).
+            if collectionsCatchingUp.remove(window) != nil {
+                observation.apply { state in
+                    state.resumeAbandoned()
+                    return nil
+                }
+            }
             observation.apply { $0.resyncStarted() }
             commandSink.yield(.refreshCollection(window))
         }

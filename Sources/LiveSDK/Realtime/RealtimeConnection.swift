@@ -58,6 +58,11 @@ actor RealtimeConnection {
     private var lastEventSeq: [Topic: Int64] = [:]
     /// Resuming subscriptions whose ack has not arrived yet, by request ref.
     private var resuming: [Int64: Topic] = [:]
+    /// Topics whose first acquirer's subscription awaits the cloud's answer, with the later acquirers waiting
+    /// for it: one told "subscribed" before the subscription took effect would fetch, and miss the events
+    /// between its read and the subscription's baseline (checker: a window's count off by one for good, when
+    /// windows of one collection started together after a daemon restart).
+    private var subscribing: [Topic: [CheckedContinuation<Void, Never>]] = [:]
     /// Replayed events still to come per resumed topic (from the ack's `replayed`).
     private var replayRemaining: [Topic: Int] = [:]
     /// How long a topic stays subscribed after its last holder left, and which linger is the current one.
@@ -126,9 +131,14 @@ actor RealtimeConnection {
     func acquire(_ topic: Topic, since: Int64?) async -> AcquireOutcome {
         let first = !machine.wants(topic)
         if first, let since, lastSeq[topic] == nil { lastSeq[topic] = since }
-        guard machine.acquire(topic) else { return .subscribed }
+        guard machine.acquire(topic) else {
+            if subscribing[topic] != nil { await withCheckedContinuation { subscribing[topic, default: []].append($0) } }
+            return .subscribed
+        }
         let resumeFrom = since.flatMap { _ in lastSeq[topic] }
+        subscribing[topic] = []
         let answer = await send(.subscribe, topic, since: resumeFrom)
+        for waiter in subscribing.removeValue(forKey: topic) ?? [] { waiter.resume() }
         guard let answer else { return .subscribed }
         if answer.op == .error {
             machine.abandon(topic)
