@@ -48,6 +48,8 @@ struct Bench: AsyncParsableCommand {
     @Flag(help: "Skip the engine and cloud write figures.") var skipEngine = false
     @Option(help: "Items of the query result read by index from the engine's cache (engine figures; 0 skips it).") var resultItems = 100_000
     @Flag(help: "Only livegate-cloud itself: writes and realtime delivery, on SQLite and (with --postgres) PostgreSQL.") var cloudOnly = false
+    @Option(help: "Objects written for the cloud's query figures (pages of a 100,000-object collection; 0 skips them).") var queryObjects = 100_000
+    @Flag(help: "With --cloud-only: only the query figures.") var queriesOnly = false
     @Option(help: "A PostgreSQL database URL for the cloud figures (scripts/bench-cloud starts a private server).") var postgres: String?
     @Option(
         help:

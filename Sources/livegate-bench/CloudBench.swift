@@ -21,6 +21,7 @@ extension Bench {
             return
         }
         try await measureCloud("PostgreSQL", storage: ["--postgres", postgres], directory: directory + "/postgres", bin: bin)
+        guard !queriesOnly else { return }
         // Two instances sharing the database: writes to one, subscribers on the other.
         try await measureCloud(
             "PostgreSQL, 2 instances",
@@ -41,10 +42,14 @@ extension Bench {
         if secondInstance {
             let (second, secondBase, secondAccess) = try await startCloud(directory: directory + "/second", bin: bin, storage: storage)
             (other, listenBase, listenAccess) = (second, secondBase, secondAccess)
-        } else {
+        } else if !queriesOnly {
             try await measureCloudWrites(label, base: base, access: access)
         }
-        try await measureRealtime(label, writeBase: base, writeAccess: access, listenBase: listenBase, listenAccess: listenAccess)
+        if !queriesOnly {
+            try await measureRealtime(label, writeBase: base, writeAccess: access, listenBase: listenBase, listenAccess: listenAccess)
+        }
+        // Last: the 100,000 objects and the indexes the queries make would weigh on the rows before.
+        if !secondInstance, queryObjects > 0 { try await measureQueries(label, base: base, access: access, objects: queryObjects) }
     }
 
     /// Write latency (one client, one write after the other); the rate with 8 and with 64 writers at once, with
@@ -110,6 +115,74 @@ extension Bench {
             "cloud (\(label)) writes at \(Int(rate))/s (half the 64-client rate): p50 \(format(paced.p50)) ms, p99 \(format(paced.p99)) ms "
                 + "(\(paced.count) writes)"
         )
+    }
+
+    /// Pages of a query over a collection of `objects` objects (written first, by 64 writers): sorted by a
+    /// field (the first page makes its index), by a field with a filter, and by id; each page after the
+    /// first follows the one before's cursor.
+    private func measureQueries(_ label: String, base: String, access: String, objects: Int) async throws {
+        let client = HTTPClient(
+            eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+            configuration: HTTPClient.Configuration(
+                connectionPool: HTTPClient.Configuration.ConnectionPool(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
+            )
+        )
+        do {
+            let started = DispatchTime.now().uptimeNanoseconds
+            let writers = 64
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for w in 0..<writers {
+                    group.addTask {
+                        for n in stride(from: w, to: objects, by: writers) {
+                            try await Self.put(
+                                base + CloudPath.object(EntityKey(collection: "q", id: "q\(n)")),
+                                #"{"data":{"group":"g\#(n % 3)","rank":\#((n * 7919) % 1000),"text":"object \#(n) of the query figures"}}"#,
+                                token: access,
+                                client: client
+                            )
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            try await client.shutdown()
+            let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+            say("cloud (\(label)) query figures: \(objects) objects written in \(format(seconds)) s")
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+        let rows: [(what: String, parameters: String)] = [
+            ("sorted by a field", "sort=-rank"),
+            (
+                "sorted by a field, filtered (a third match)",
+                "sort=-rank&where=" + #"{"group":"g1"}"#.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            ),
+            ("by id", ""),
+        ]
+        for (what, parameters) in rows {
+            var timings: [Double] = []
+            var cursor: String?
+            var count = 0
+            for _ in 0..<201 {
+                var url = base + CloudPath.objects("q") + "?limit=20"
+                if !parameters.isEmpty { url += "&" + parameters }
+                if let cursor { url += "&after=" + cursor }
+                let start = DispatchTime.now().uptimeNanoseconds
+                let body = try await httpJSON(.GET, url, "", token: access)
+                timings.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+                let page = try JSONDecoder().decode(QueryPage.self, from: body)
+                count = page.count
+                guard let next = page.nextCursor else { break }
+                cursor = next
+            }
+            let first = timings.removeFirst()
+            timings.sort()
+            say(
+                "cloud (\(label)) query, \(what), \(count) of \(objects) objects: first page \(format(first)) ms, the next \(timings.count) pages "
+                    + "p50 \(format(timings[timings.count / 2])) ms, p99 \(format(timings[min(timings.count - 1, timings.count * 99 / 100)])) ms"
+            )
+        }
     }
 
     /// `clients` writers at once, each `perClient` writes to 20 objects of its own; returns the seconds taken.

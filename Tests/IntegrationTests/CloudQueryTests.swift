@@ -82,6 +82,69 @@ import Testing
         #expect(entities.sorted { query.areInIncreasingOrder(query.position(of: $0), query.position(of: $1)) }.map(\.id) == sorted)
     }
 
+    /// The indexes made on demand (the first sorted or filtered query makes them) and the kept counts give
+    /// what the order and the filters specify: every kind of value in its place, pages both ways through the
+    /// cursors, the count exact after deletions and re-creations.
+    @Test func indexedQueriesKeepTheSpecifiedOrderAndCountsExactly() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false)
+        defer { cluster.stop() }
+        let token = try await cluster.login()
+        let values: [JSONValue?] = [
+            nil, .null, false, true, -2.5, 0, 1, 1.5, 1e6, "", "a", "b", "ab", "é", [1, 2], ["a"], ["k": 1], ["a": ["b": 2]],
+        ]
+        var live: Set<String> = []
+        for (n, value) in values.enumerated() {
+            for copy in 0..<2 {
+                var data: [String: JSONValue] = ["kind": .string(n % 2 == 0 ? "even" : "odd"), "copy": .number(Double(copy))]
+                if let value { data["v"] = value }
+                let id = "o\(n)-\(copy)"
+                try await cluster.put("ix", id, .object(data), token: token)
+                live.insert(id)
+            }
+        }
+        // Deleted, deleted and created again, deleted twice: the kept count follows.
+        _ = try await cluster.delete("ix", "o0-0")
+        _ = try await cluster.delete("ix", "o1-0")
+        try await cluster.put("ix", "o1-0", ["kind": "odd", "copy": 0, "v": .null], token: token)
+        #expect(try await cluster.call(.DELETE, CloudPath.object(EntityKey(collection: "ix", id: "o0-0")), token: token).status == 404)
+        live.remove("o0-0")
+
+        for sort in ["v", "-v"] {
+            let query = CollectionQuery(collection: "ix", sort: QuerySort(field: "v", descending: sort.hasPrefix("-")))
+            // Forward, three at a time, through the cursors.
+            var forward: [Entity] = []
+            var cursor: String?
+            repeat {
+                let next = try await page(cluster, token, "ix", "sort=\(sort)&limit=3" + (cursor.map { "&after=" + $0 } ?? ""))
+                #expect(next.count == live.count, "the kept count")
+                forward += next.items
+                cursor = next.nextCursor
+            } while cursor != nil
+            #expect(Set(forward.map(\.id)) == live && forward.count == live.count)
+            let specified = forward.sorted { query.areInIncreasingOrder(query.position(of: $0), query.position(of: $1)) }
+            #expect(forward.map(\.id) == specified.map(\.id), "\(sort): the order of CollectionQuery")
+            // Backward from the last page.
+            var last = try await page(cluster, token, "ix", "sort=\(sort)&limit=4&last=true")
+            var backward = last.items
+            while let previous = last.previousCursor {
+                last = try await page(cluster, token, "ix", "sort=\(sort)&limit=4&before=" + previous)
+                backward = last.items + backward
+            }
+            #expect(backward.map(\.id) == forward.map(\.id), "\(sort): the same pages backward")
+        }
+
+        // Filters on every kind (their index made by the first), sorted, counted.
+        let all = try await page(cluster, token, "ix", "limit=100").items
+        for filter in [#"{"v":true}"#, #"{"v":false}"#, #"{"v":1}"#, #"{"v":"a"}"#, #"{"v":null}"#, #"{"kind":"odd"}"#, #"{"kind":"odd","v":1.5}"#] {
+            let whereValue = try JSONDecoder().decode([String: JSONValue].self, from: Data(filter.utf8))
+            let query = CollectionQuery(collection: "ix", where: whereValue, sort: QuerySort(field: "v"))
+            let result = try await page(cluster, token, "ix", "where=" + Self.encoded(filter) + "&sort=v&limit=100")
+            let expected = all.filter { query.matches($0) }.sorted { query.areInIncreasingOrder(query.position(of: $0), query.position(of: $1)) }
+            #expect(result.items.map(\.id) == expected.map(\.id), "\(filter)")
+            #expect(result.count == expected.count, "\(filter)")
+        }
+    }
+
     @Test func badQueriesAreRefusedWithReasons() async throws {
         let cluster = try await TestCluster.start(startDaemon: false)
         defer { cluster.stop() }

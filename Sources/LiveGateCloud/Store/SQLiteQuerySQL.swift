@@ -10,27 +10,36 @@ import LiveJSON
 /// `null` sort field, so those come first; `value` is the field as `json_extract` gives it (booleans as 0/1,
 /// numbers compared numerically, strings and JSON text by bytes), which is the order `QueryPosition`
 /// implements in Swift. Field names are validated (`CollectionQuery.isValidField`) before they reach SQL.
+///
+/// A field with an index (``QueryIndexes``) is read through generated columns of its own (``FieldColumns``):
+/// SQLite seeks a row value such as a cursor's `(hasValue, value, id)` in an index of plain columns, not of
+/// expressions.
 struct SQLiteQuerySQL {
     let query: CollectionQuery
     let filter: String
     let filterArguments: StatementArguments
+    /// The fields read through their generated columns.
+    let columned: Set<String>
 
-    init(_ query: CollectionQuery) {
+    init(_ query: CollectionQuery, columned: Set<String> = []) {
         self.query = query
+        self.columned = columned
         var clauses = ["collection = ?", "deleted = 0"]
         var arguments: StatementArguments = [query.collection]
         for (field, value) in query.where.sorted(by: { $0.key < $1.key }) {
-            let path = "'$.\(field)'"
+            let columns = FieldColumns(field)
+            let type = columned.contains(field) ? columns.type : "json_type(data, '$.\(field)')"
+            let extracted = columned.contains(field) ? columns.value : "json_extract(data, '$.\(field)')"
             switch value {
             case .null:
-                clauses.append("json_extract(data, \(path)) IS NULL")
+                clauses.append("\(extracted) IS NULL")
             case .bool(let flag):
-                clauses.append("json_type(data, \(path)) = '\(flag ? "true" : "false")'")
+                clauses.append("\(type) = '\(flag ? "true" : "false")'")
             case .number(let number):
-                clauses.append("json_type(data, \(path)) IN ('integer', 'real') AND json_extract(data, \(path)) = ?")
+                clauses.append("\(type) IN ('integer', 'real') AND \(extracted) = ?")
                 arguments += [number]
             case .string(let string):
-                clauses.append("json_type(data, \(path)) = 'text' AND json_extract(data, \(path)) = ?")
+                clauses.append("\(type) = 'text' AND \(extracted) = ?")
                 arguments += [string]
             case .array, .object:
                 clauses.append("0")  // refused before it gets here (`CollectionQuery.problem`)
@@ -42,8 +51,12 @@ struct SQLiteQuerySQL {
 
     /// The terms of an item's place in the order, before the id (none without a sort).
     private var terms: [String] {
-        guard let sort = query.sort else { return [] }
-        let value = "json_extract(data, '$.\(sort.field)')"
+        guard let field = query.sort?.field else { return [] }
+        if columned.contains(field) {
+            let columns = FieldColumns(field)
+            return [columns.hasValue, columns.orderValue]
+        }
+        let value = "json_extract(data, '$.\(field)')"
         return ["(\(value) IS NOT NULL)", "ifnull(\(value), 0)"]
     }
 
@@ -74,5 +87,39 @@ struct SQLiteQuerySQL {
         case .array, .object: value = position.textForOrdering
         }
         return [1, value, position.id]
+    }
+}
+
+/// A field's generated columns (virtual: computed when read, stored only in the indexes over them) and the
+/// statements that make them and its indexes.
+struct FieldColumns {
+    let field: String
+
+    init(_ field: String) { self.field = field }
+
+    var type: String { "\"lg_\(field)_type\"" }
+    var value: String { "\"lg_\(field)_value\"" }
+    var hasValue: String { "\"lg_\(field)_has\"" }
+    var orderValue: String { "\"lg_\(field)_order\"" }
+
+    /// The column whose presence says the field has its columns.
+    var marker: String { "lg_\(field)_order" }
+
+    /// Adds the columns (`ALTER TABLE … ADD COLUMN … VIRTUAL` rewrites nothing).
+    var adding: [String] {
+        let path = "'$.\(field)'"
+        return [
+            "ALTER TABLE entity ADD COLUMN \(type) AS (json_type(data, \(path))) VIRTUAL",
+            "ALTER TABLE entity ADD COLUMN \(value) AS (json_extract(data, \(path))) VIRTUAL",
+            "ALTER TABLE entity ADD COLUMN \(hasValue) AS (json_extract(data, \(path)) IS NOT NULL) VIRTUAL",
+            "ALTER TABLE entity ADD COLUMN \(orderValue) AS (ifnull(json_extract(data, \(path)), 0)) VIRTUAL",
+        ]
+    }
+
+    /// The index serving `kind`: a sort's order and cursors, or a filter's matches and their count (the
+    /// type is in it, so counting reads the index alone). Over live objects only (the queries' `deleted = 0`).
+    func index(_ kind: QueryIndexes.Kind) -> String {
+        let columns = kind == .sort ? ["collection", hasValue, orderValue, "id"] : ["collection", type, value]
+        return "CREATE INDEX IF NOT EXISTS \"lg_\(kind.rawValue)_\(field)\" ON entity (\(columns.joined(separator: ", "))) WHERE deleted = 0"
     }
 }

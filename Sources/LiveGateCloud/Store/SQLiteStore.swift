@@ -20,6 +20,7 @@ final class SQLiteStore: CloudStore {
     /// A write's work inside a transaction: its outcome, and the events it logged (``logged(_:)``).
     typealias Write = @Sendable (Database, inout [(seq: Int64, event: LoggedEvent)]) throws -> WriteOutcome
     let groupCommit: GroupCommit<Write, WriteOutcome>
+    let queryIndexes: QueryIndexes
 
     init(path: String, eventRetention: Int64 = 100_000, onCommit: @escaping @Sendable (_ seq: Int64, _ event: LoggedEvent) -> Void) throws {
         var configuration = Configuration()
@@ -31,6 +32,20 @@ final class SQLiteStore: CloudStore {
         self.eventRetention = max(eventRetention, 1)
         groupCommit = GroupCommit { batch in await Self.commit(batch, in: pool, publish: onCommit) }
         try Self.migrator.migrate(pool)
+        // The query indexes an earlier run made.
+        queryIndexes = QueryIndexes(
+            made: try pool.read { db in
+                Set(
+                    try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'lg\\_%' ESCAPE '\\'").compactMap
+                    {
+                        name in
+                        let parts = name.split(separator: "_", maxSplits: 2)
+                        guard parts.count == 3, let kind = QueryIndexes.Kind(rawValue: String(parts[1])) else { return nil }
+                        return QueryIndexes.Index(kind: kind, field: String(parts[2]))
+                    }
+                )
+            }
+        )
     }
 
     var writesCommitted: (transactions: Int, writes: Int) { groupCommit.committed }
@@ -62,9 +77,35 @@ final class SQLiteStore: CloudStore {
     }
 
     func query(_ query: CollectionQuery, page: PageRequest, limit: Int) async throws -> QueryPage {
-        let sql = SQLiteQuerySQL(query)
+        let missing = queryIndexes.missing(for: query)
+        if !missing.isEmpty {
+            // Made once, by the first query that needs it (the writer builds it: about 0.1 s per 100,000
+            // objects). One that cannot be made (a full disk) leaves the query to read without it.
+            do {
+                try await pool.write { db in
+                    let present = Set(try Row.fetchAll(db, sql: "PRAGMA table_xinfo(entity)").map { $0["name"] as String })
+                    for field in Set(missing.map(\.field)) where !present.contains(FieldColumns(field).marker) {
+                        for statement in FieldColumns(field).adding { try db.execute(sql: statement) }
+                    }
+                    for index in missing { try db.execute(sql: FieldColumns(index.field).index(index.kind)) }
+                }
+                for index in missing { queryIndexes.made(index) }
+            } catch {}
+        }
+        var columned: Set<String> = []
+        for field in Array(query.where.keys) + (query.sort.map { [$0.field] } ?? [])
+        where queryIndexes.isMade(QueryIndexes.Index(kind: .sort, field: field))
+            || queryIndexes.isMade(QueryIndexes.Index(kind: .filter, field: field))
+        {
+            columned.insert(field)
+        }
+        let sql = SQLiteQuerySQL(query, columned: columned)
         return try await pool.read { db in
-            let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM entity WHERE \(sql.filter)", arguments: sql.filterArguments) ?? 0
+            // Without a filter, the collection's live objects, kept by every write: no scan.
+            let count =
+                query.where.isEmpty
+                ? try Int.fetchOne(db, sql: "SELECT live FROM collection_size WHERE collection = ?", arguments: [query.collection]) ?? 0
+                : try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM entity WHERE \(sql.filter)", arguments: sql.filterArguments) ?? 0
             var condition = sql.filter
             var arguments = sql.filterArguments
             let (forward, beyond) = page.reading
@@ -74,7 +115,7 @@ final class SQLiteStore: CloudStore {
             }
             let rows = try Row.fetchAll(
                 db,
-                sql: "SELECT * FROM entity WHERE \(condition) ORDER BY \(sql.order(forward: forward)) LIMIT ?",
+                sql: "SELECT \(Self.entityColumns) FROM entity WHERE \(condition) ORDER BY \(sql.order(forward: forward)) LIMIT ?",
                 arguments: arguments + [limit]
             )
             var items = try rows.map(Self.entity(from:))
@@ -160,6 +201,17 @@ final class SQLiteStore: CloudStore {
                 table.primaryKey(["user", "key"])
             }
         }
+        migrator.registerMigration("v8-collection-size") { db in
+            // How many live (not deleted) objects each collection holds, kept by every write: a query without
+            // a filter counts its result without scanning the collection.
+            try db.create(table: "collection_size") { table in
+                table.primaryKey("collection", .text)
+                table.column("live", .integer).notNull()
+            }
+            try db.execute(
+                sql: "INSERT INTO collection_size (collection, live) SELECT collection, COUNT(*) FROM entity WHERE deleted = 0 GROUP BY collection"
+            )
+        }
         return migrator
     }
 
@@ -167,7 +219,7 @@ final class SQLiteStore: CloudStore {
         try await pool.read { db in
             try Row.fetchOne(
                 db,
-                sql: "SELECT * FROM entity WHERE collection = ? AND id = ?",
+                sql: "SELECT \(Self.entityColumns) FROM entity WHERE collection = ? AND id = ?",
                 arguments: [key.collection, key.id]
             ).map(Self.entity(from:))
         }
@@ -184,7 +236,7 @@ final class SQLiteStore: CloudStore {
                     let marks = Array(repeating: "?", count: ids.count).joined(separator: ",")
                     let rows = try Row.fetchAll(
                         db,
-                        sql: "SELECT * FROM entity WHERE collection = ? AND id IN (\(marks))",
+                        sql: "SELECT \(Self.entityColumns) FROM entity WHERE collection = ? AND id IN (\(marks))",
                         arguments: StatementArguments([collection] + ids)
                     )
                     for row in rows {
@@ -213,7 +265,7 @@ final class SQLiteStore: CloudStore {
             }
             let current = try Row.fetchOne(
                 db,
-                sql: "SELECT * FROM entity WHERE collection = ? AND id = ?",
+                sql: "SELECT \(Self.entityColumns) FROM entity WHERE collection = ? AND id = ?",
                 arguments: [key.collection, key.id]
             ).map(Self.entity(from:))
             let entity: Entity
@@ -233,6 +285,15 @@ final class SQLiteStore: CloudStore {
                     entity.deleted,
                 ]
             )
+            let joined = (entity.deleted ? 0 : 1) - (current.map { $0.deleted ? 0 : 1 } ?? 0)
+            if joined != 0 {
+                try db.cachedStatement(
+                    sql: """
+                        INSERT INTO collection_size (collection, live) VALUES (?, ?)
+                        ON CONFLICT (collection) DO UPDATE SET live = live + excluded.live
+                        """
+                ).execute(arguments: [key.collection, joined])
+            }
             try db.execute(
                 sql: "INSERT INTO event (collection, id, version, entity, previous) VALUES (?, ?, ?, ?, ?)",
                 arguments: [key.collection, key.id, entity.version, try StoreText.encode(entity), try LoggedEvent.previousText(of: current)]
@@ -314,6 +375,9 @@ final class SQLiteStore: CloudStore {
         }
         return seq
     }
+
+    /// An entity's columns (not the generated ones a query index adds, see ``FieldColumns``).
+    static let entityColumns = "collection, id, version, data, createdAt, updatedAt, deleted"
 
     private static func entity(from row: Row) throws -> Entity {
         let text: String = row["data"]

@@ -74,6 +74,7 @@ struct PostgresBatchWriter: Sendable {
         }
         guard !events.isEmpty else { return outcomes }
         try await store(Array(stored.values), on: connection)
+        try await count(events, on: connection)
         let seqs = try await appendEvents(events, on: connection)
         try await remember(newlyRemembered, pruning: seqs.contains { $0 % 64 == 0 }, on: connection)
         return outcomes
@@ -123,6 +124,26 @@ struct PostgresBatchWriter: Sendable {
             ) AS w(c, i, v, d, ca, ua, del)
             ON CONFLICT (collection, id) DO UPDATE SET version = excluded.version, data = excluded.data,
                 created_at = excluded.created_at, updated_at = excluded.updated_at, deleted = excluded.deleted
+            """,
+            logger: logger
+        )
+    }
+
+    /// Keeps each collection's count of live objects (`collection_size`): +1 for an object created, -1 for
+    /// one deleted.
+    private func count(_ events: [(entity: Entity, previous: String?)], on connection: PostgresConnection) async throws {
+        var joined: [String: Int64] = [:]
+        for (entity, previous) in events {
+            // `previous` is the data before the write, `nil` when the object did not exist or was deleted.
+            joined[entity.collection, default: 0] += (entity.deleted ? 0 : 1) - (previous == nil ? 0 : 1)
+        }
+        let changed = joined.filter { $0.value != 0 }
+        guard !changed.isEmpty else { return }
+        try await connection.query(
+            """
+            INSERT INTO collection_size (collection, live)
+            SELECT * FROM unnest(\(Array(changed.keys))::text[], \(Array(changed.values))::bigint[])
+            ON CONFLICT (collection) DO UPDATE SET live = collection_size.live + excluded.live
             """,
             logger: logger
         )

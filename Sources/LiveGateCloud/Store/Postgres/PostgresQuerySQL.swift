@@ -41,7 +41,8 @@ struct PostgresQuerySQL {
             case .null:
                 statement.append(" AND coalesce(jsonb_typeof(\(path)), 'null') = 'null'")
             case .bool(let flag):
-                statement.append(" AND \(path) = '\(flag ? "true" : "false")'::jsonb")
+                // As `jsonb_typeof` and `->>` give it, so the field's filter index serves it.
+                statement.append(" AND jsonb_typeof(\(path)) = 'boolean' AND data ->> '\(field)' = '\(flag ? "true" : "false")'")
             case .number(let number):
                 statement.append(" AND jsonb_typeof(\(path)) = 'number' AND (data ->> '\(field)')::float8 = \(statement.bind(number))")
             case .string(let string):
@@ -53,8 +54,27 @@ struct PostgresQuerySQL {
     }
 
     /// The terms of an item's place in the order, before the id (none without a sort).
-    private var terms: [String] {
-        guard let field = query.sort?.field else { return [] }
+    private var terms: [String] { query.sort.map { Self.sortTerms($0.field) } ?? [] }
+
+    /// The index serving `kind` for `field` (``QueryIndexes``). For a sort: the collection, the sort terms
+    /// exactly as the query writes them, then the id, over live objects only (the queries' `NOT deleted`):
+    /// pages and cursors are read from it, with no sort step. For a filter: the collection, the field's JSON
+    /// type and its text, a filter's matches found (and counted) from it; over every row, since the planner
+    /// uses a partial index's statistics for nothing, and without them it takes a filter that matches a
+    /// third of the collection for one that matches a row, and sorts the third for a page.
+    static func index(_ kind: QueryIndexes.Kind, _ field: String) -> String {
+        let name = "\"lg_\(kind.rawValue)_\(field)\""
+        switch kind {
+        case .sort:
+            let columns = ["collection"] + sortTerms(field).map { "(\($0))" } + ["id"]
+            return "CREATE INDEX IF NOT EXISTS \(name) ON entity (\(columns.joined(separator: ", "))) WHERE NOT deleted"
+        case .filter:
+            return "CREATE INDEX IF NOT EXISTS \(name) ON entity (collection, jsonb_typeof(data -> '\(field)'), (data ->> '\(field)'))"
+        }
+    }
+
+    /// The terms of an item's place in an order by `field`, before the id.
+    static func sortTerms(_ field: String) -> [String] {
         let value = "data -> '\(field)'"
         let kind = "jsonb_typeof(\(value))"
         return [
@@ -72,9 +92,9 @@ struct PostgresQuerySQL {
         return (terms + ["id"]).map { "\($0) \(direction)" }.joined(separator: ", ")
     }
 
-    /// Appends the condition "after (or before) `position` in the query's order".
-    func comparison(after: Bool, _ position: QueryPosition, _ statement: inout PostgresStatement) {
-        let op = after != descending ? ">" : "<"
+    /// Appends the condition "after (or before) `position` in the query's order" (`inclusive`: or at it).
+    func comparison(after: Bool, _ position: QueryPosition, inclusive: Bool = false, _ statement: inout PostgresStatement) {
+        let op = (after != descending ? ">" : "<") + (inclusive ? "=" : "")
         var values: [String] = []
         if query.sort != nil {
             values.append(statement.bind(position.kindRank))

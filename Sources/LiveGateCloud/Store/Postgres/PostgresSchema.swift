@@ -93,6 +93,12 @@ enum PostgresSchema {
             """,
             "CREATE INDEX applied_write_by_age ON applied_write (at)",
         ],
+        // v5: how many live objects each collection holds, kept by every write (a query without a filter
+        // counts its result without a scan).
+        [
+            "CREATE TABLE collection_size (collection text COLLATE \"C\" PRIMARY KEY, live bigint NOT NULL)",
+            "INSERT INTO collection_size (collection, live) SELECT collection, count(*) FROM entity WHERE NOT deleted GROUP BY collection",
+        ],
     ]
 
     /// An advisory lock key of the schema's own ("lg-schem").

@@ -31,6 +31,7 @@ final class PostgresStore: CloudStore {
 
     /// Object writes share transactions (``GroupCommit``, ``PostgresBatchWriter``).
     let groupCommit: GroupCommit<PostgresBatchWriter.PendingWrite, WriteOutcome>
+    let queryIndexes: QueryIndexes
 
     /// Opens the store on a running client (`client.run()` must be going), applying missing migrations.
     init(client: PostgresClient, eventRetention: Int64 = 100_000, logger: Logger) async throws {
@@ -40,6 +41,19 @@ final class PostgresStore: CloudStore {
         let writer = PostgresBatchWriter(client: client, logger: logger, eventRetention: max(eventRetention, 1))
         groupCommit = GroupCommit { batch in await writer.commit(batch) }
         try await PostgresSchema.migrate(client, logger: logger)
+        // The query indexes made before (by this instance's earlier runs, or by another).
+        var made: Set<QueryIndexes.Index> = []
+        let names = try await client.query(
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'entity' AND indexname LIKE 'lg\\_%'",
+            logger: logger
+        )
+        for try await name in names.decode(String.self) {
+            let parts = name.split(separator: "_", maxSplits: 2)
+            if parts.count == 3, let kind = QueryIndexes.Kind(rawValue: String(parts[1])) {
+                made.insert(QueryIndexes.Index(kind: kind, field: String(parts[2])))
+            }
+        }
+        queryIndexes = QueryIndexes(made: made)
     }
 
     var writesCommitted: (transactions: Int, writes: Int) { groupCommit.committed }
@@ -73,45 +87,89 @@ final class PostgresStore: CloudStore {
 
     func query(_ query: CollectionQuery, page: PageRequest, limit: Int) async throws -> QueryPage {
         let sql = PostgresQuerySQL(query: query)
-        // One snapshot for the count, the page and the cursors.
-        return try await client.withTransaction(logger: logger) { connection in
-            try await connection.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ", logger: logger)
-            var counting = PostgresStatement("SELECT count(*) FROM entity WHERE ")
-            sql.filter(&counting)
-            var count = 0
-            for try await value in try await connection.query(counting.query, logger: logger).decode(Int.self) { count = value }
-
-            var selecting = PostgresStatement("SELECT \(Self.entityColumns) FROM entity WHERE ")
-            sql.filter(&selecting)
-            let (forward, beyond) = page.reading
-            if let beyond {
-                selecting.append(" AND ")
-                sql.comparison(after: forward, beyond, &selecting)
+        let missing = queryIndexes.missing(for: query)
+        for index in missing {
+            // Made once, by the first query that needs it (writes wait while it is built). Another instance
+            // making the same index at once may make this one fail: this query reads without it, the next
+            // tries again.
+            do {
+                try await client.query(PostgresQuery(unsafeSQL: PostgresQuerySQL.index(index.kind, index.field)), logger: logger)
+                queryIndexes.made(index)
+            } catch {
+                logger.warning("a query index could not be made; the query reads without it", metadata: ["index": "\(index)", "error": "\(error)"])
             }
-            selecting.append(" ORDER BY \(sql.order(forward: forward)) LIMIT \(selecting.bind(limit))")
-            var items = try await Self.entities(try await connection.query(selecting.query, logger: logger))
-            if !forward { items.reverse() }
-
-            func exists(after: Bool, _ entity: Entity) async throws -> Bool {
-                var probing = PostgresStatement("SELECT EXISTS (SELECT 1 FROM entity WHERE ")
-                sql.filter(&probing)
-                probing.append(" AND ")
-                sql.comparison(after: after, query.position(of: entity), &probing)
-                probing.append(")")
-                var found = false
-                for try await value in try await connection.query(probing.query, logger: logger).decode(Bool.self) { found = value }
-                return found
-            }
-            var nextCursor: String?
-            var previousCursor: String?
-            if let last = items.last, try await exists(after: true, last) { nextCursor = query.position(of: last).cursor }
-            if let first = items.first, try await exists(after: false, first) { previousCursor = query.position(of: first).cursor }
-            // The same snapshot: writes append to the log in their own transaction, in `seq` order (see
-            // `appendEvent`), so the page is exactly the state after the log's events up to it.
-            var seq: Int64?
-            for try await value in try await connection.query("SELECT max(seq) FROM event", logger: logger).decode(Int64?.self) { seq = value }
-            return QueryPage(items: items, count: count, nextCursor: nextCursor, previousCursor: previousCursor, seq: seq)
         }
+        if !missing.isEmpty {
+            // The planner knows how selective an index's expressions are only once they are analyzed (until
+            // then it guesses a filter matches a few rows, and sorts a third of the collection for a page).
+            do {
+                try await client.query("ANALYZE entity", logger: logger)
+            } catch {
+                logger.warning("analyzing the objects after making a query index failed", metadata: ["error": "\(error)"])
+            }
+        }
+        // One statement, so one snapshot and one round trip: the count, the log's last seq, whether items lie
+        // on the cursor's side of the page, and the page with one item more (whether items follow it).
+        let (forward, beyond) = page.reading
+        var statement = PostgresStatement("SELECT c.n, s.seq, o.other, ")
+        statement.append("p.collection, p.id, p.version, p.data, p.created_at, p.updated_at, p.deleted FROM (")
+        if query.where.isEmpty {
+            // The collection's live objects, kept by every write: no scan.
+            statement.append("SELECT coalesce((SELECT live FROM collection_size WHERE collection = \(statement.bind(query.collection))), 0)")
+        } else {
+            statement.append("SELECT count(*) FROM entity WHERE ")
+            sql.filter(&statement)
+        }
+        statement.append(") AS c(n) CROSS JOIN (SELECT max(seq) FROM event) AS s(seq) CROSS JOIN (SELECT ")
+        if let beyond {
+            // Reading after a cursor, items precede the page when any lies at or before the cursor (the page's
+            // first item is the first after it); reading before one, items follow when any lies at or after it.
+            // Ordered from the cursor outwards, so the index finds the nearest at once.
+            statement.append("coalesce((SELECT true FROM entity WHERE ")
+            sql.filter(&statement)
+            statement.append(" AND ")
+            sql.comparison(after: !forward, beyond, inclusive: true, &statement)
+            statement.append(" ORDER BY \(sql.order(forward: !forward)) LIMIT 1), false)")
+        } else {
+            statement.append("false")
+        }
+        statement.append(") AS o(other) LEFT JOIN LATERAL (SELECT \(Self.entityColumns) FROM entity WHERE ")
+        sql.filter(&statement)
+        if let beyond {
+            statement.append(" AND ")
+            sql.comparison(after: forward, beyond, &statement)
+        }
+        statement.append(" ORDER BY \(sql.order(forward: forward)) LIMIT \(statement.bind(limit + 1))) AS p ON true")
+        var count = 0
+        var seq: Int64?
+        var other = false
+        var items: [Entity] = []
+        let rows = try await client.query(statement.query, logger: logger)
+        for try await (n, last, beyondSide, collection, id, version, data, createdAt, updatedAt, deleted) in rows.decode(
+            (Int, Int64?, Bool, String?, String?, Int64?, String?, String?, String?, Bool?).self
+        ) {
+            (count, seq, other) = (n, last, beyondSide)
+            guard let collection, let id, let version, let data, let createdAt, let updatedAt, let deleted else { continue }
+            items.append(
+                Entity(
+                    collection: collection,
+                    id: id,
+                    version: version,
+                    data: try JSONDecoder().decode(JSONValue.self, from: Data(data.utf8)),
+                    createdAt: createdAt,
+                    updatedAt: updatedAt,
+                    deleted: deleted
+                )
+            )
+        }
+        let more = items.count > limit
+        if more { items.removeLast() }
+        if !forward { items.reverse() }
+        var nextCursor: String?
+        var previousCursor: String?
+        if let last = items.last, forward ? more : other { nextCursor = query.position(of: last).cursor }
+        if let first = items.first, forward ? other : more { previousCursor = query.position(of: first).cursor }
+        return QueryPage(items: items, count: count, nextCursor: nextCursor, previousCursor: previousCursor, seq: seq)
     }
 
     func get(_ key: EntityKey) async throws -> Entity? {
