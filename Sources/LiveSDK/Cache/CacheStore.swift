@@ -187,6 +187,10 @@ final class CacheStore: Sendable {
         guard
             let row = try Row.fetchOne(db, sql: "SELECT * FROM entity WHERE collection = ? AND id = ?", arguments: [key.collection, key.id])
         else { return nil }
+        return try entity(from: row)
+    }
+
+    static func entity(from row: Row) throws -> Entity {
         let text: String = row["data"]
         return Entity(
             collection: row["collection"],
@@ -212,6 +216,48 @@ final class CacheStore: Sendable {
             }
         } catch {
             throw monitor.failure(error, doing: "reading \(key) from the cache", path: path)
+        }
+    }
+
+    /// The cached copies of `keys` (their access time recorded, as ``entity(_:)`` does) and the checkpoints
+    /// of `topics` (in their order), in one transaction: what a burst of new observations starts from.
+    func starts(of keys: [EntityKey], topics: [String]) async throws(LiveError) -> (entities: [EntityKey: Entity], checkpoints: [Int64?]) {
+        do {
+            return try await pool.write { db in
+                var entities: [EntityKey: Entity] = [:]
+                let now = Date().timeIntervalSince1970
+                for (collection, keys) in Dictionary(grouping: keys, by: \.collection) {
+                    // SQLite takes at most 32,766 parameters a statement: a few hundred ids each.
+                    for start in stride(from: 0, to: keys.count, by: 500) {
+                        let ids = keys[start..<min(start + 500, keys.count)].map(\.id)
+                        let marks = Array(repeating: "?", count: ids.count).joined(separator: ",")
+                        let arguments = StatementArguments([collection] + ids)
+                        for row in try Row.fetchAll(db, sql: "SELECT * FROM entity WHERE collection = ? AND id IN (\(marks))", arguments: arguments) {
+                            let entity = try Self.entity(from: row)
+                            entities[entity.key] = entity
+                        }
+                        try db.execute(
+                            sql: "UPDATE entity SET lastAccess = ? WHERE collection = ? AND id IN (\(marks))",
+                            arguments: [now] + arguments
+                        )
+                    }
+                }
+                var checkpoints: [String: Int64] = [:]
+                for start in stride(from: 0, to: topics.count, by: 500) {
+                    let chunk = Array(topics[start..<min(start + 500, topics.count)])
+                    let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+                    for row in try Row.fetchAll(
+                        db,
+                        sql: "SELECT topic, seq FROM checkpoint WHERE topic IN (\(marks))",
+                        arguments: StatementArguments(chunk)
+                    ) {
+                        checkpoints[row["topic"]] = row["seq"]
+                    }
+                }
+                return (entities, topics.map { checkpoints[$0] })
+            }
+        } catch {
+            throw monitor.failure(error, doing: "reading \(keys.count) objects from the cache", path: path)
         }
     }
 

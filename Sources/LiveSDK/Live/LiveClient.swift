@@ -85,6 +85,11 @@ public actor LiveClient {
     var fetchQueue: [Int] = []
     var nextFetchWaiter = 0
     var fetchRequestsRunning = 0
+    // Batched observation starts (see LiveClient+BatchedStart.swift).
+    var startWaiters: [StartWaiter] = []
+    var startsReading = false
+    /// The checkpoint each new observation's start read, for its activation (which resumes from it).
+    var startCheckpoints: [EntityKey: Int64?] = [:]
     public private(set) var connectionStatus: ConnectionStatus = .offline
     private var connectionObservers: [Int: @Sendable (ConnectionStatus) -> Void] = [:]
     private var nextConnectionObserver = 0
@@ -296,8 +301,11 @@ public actor LiveClient {
             var cached: Entity?
             var pending: [OutboxEntry] = []
             do {
-                cached = try await cache.entity(key)
-                pending = try await outbox.entries(of: key).filter { !doneButQueued.contains($0.id) }
+                // With the other observations started at about the same time (a burst reads in one go).
+                let start = try await batchedStart(key)
+                cached = start.cached
+                pending = start.pending
+                startCheckpoints[key] = .some(start.checkpoint)
             } catch {
                 logger.error("cache read failed", metadata: ["key": "\(key)", "error": "\(error)"])
             }
@@ -318,10 +326,14 @@ public actor LiveClient {
         guard observations[key] != nil else { return }
         let topic = Topic.object(key)
         var checkpoint: Int64?
-        do {
-            checkpoint = try await cache.checkpoint(topic.description)
-        } catch {
-            logger.error("reading a checkpoint failed", metadata: ["key": "\(key)", "error": "\(error)"])
+        if let read = startCheckpoints.removeValue(forKey: key) {
+            checkpoint = read  // read with the observation's start
+        } else {
+            do {
+                checkpoint = try await cache.checkpoint(topic.description)
+            } catch {
+                logger.error("reading a checkpoint failed", metadata: ["key": "\(key)", "error": "\(error)"])
+            }
         }
         if checkpoint != nil {
             awaitingCatchUp.insert(key)
@@ -410,6 +422,7 @@ public actor LiveClient {
         guard let observation = observations[key], observation.isUnobserved else { return }
         observations[key] = nil
         awaitingCatchUp.remove(key)
+        startCheckpoints[key] = nil
         await realtime.release(.object(key))
     }
 
