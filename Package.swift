@@ -4,6 +4,13 @@
 
 import PackageDescription
 
+/// A product of a package that only the daemon, the cloud, the engine and the tools use: resolved with the `Server`
+/// trait only (a default trait), so an app that depends on this package for `LiveGateClient` with `traits: []`
+/// resolves swift-nio and what it needs, nothing of the server (README, "Using the Swift client in an app").
+func server(_ product: String, _ package: String) -> Target.Dependency {
+    .product(name: product, package: package, condition: .when(traits: ["Server"]))
+}
+
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
@@ -19,6 +26,10 @@ let package = Package(
         .library(name: "LiveSDK", targets: ["LiveSDK"]),
         .library(name: "LiveGateClient", targets: ["LiveGateClient"]),
         .library(name: "LiveGateProtocol", targets: ["LiveGateProtocol"]),
+    ],
+    traits: [
+        .trait(name: "Server", description: "The daemon, the cloud, the engine and the tools (the default): their dependencies."),
+        .default(enabledTraits: ["Server"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -57,13 +68,13 @@ let package = Package(
             name: "LiveSDK",
             dependencies: [
                 "LiveCloudAPI", "LiveJSON", "LiveChangeSet",
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                server("GRDB", "GRDB.swift"),
+                server("AsyncHTTPClient", "async-http-client"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
-                .product(name: "WSClient", package: "swift-websocket"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
+                server("WSClient", "swift-websocket"),
+                server("Logging", "swift-log"),
+                server("HTTPTypes", "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -73,14 +84,14 @@ let package = Package(
         // systemd glue.
         .target(
             name: "LiveGateSystemd",
-            dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CSystemd", server("Logging", "swift-log")],
             swiftSettings: swiftSettings
         ),
 
         // The daemon's configuration file and access policy (a target of their own: the fuzzer builds it alone).
         .target(
             name: "LiveGateConfig",
-            dependencies: [.product(name: "Logging", package: "swift-log")],
+            dependencies: [server("Logging", "swift-log")],
             swiftSettings: swiftSettings
         ),
 
@@ -91,9 +102,9 @@ let package = Package(
                 "LiveGateConfig", "LiveGateProtocol", "LiveSDK", "LiveGateSystemd", "LiveJSON", "LiveCloudAPI", "LiveChangeSet", "LiveGateVersion",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-                .product(name: "Logging", package: "swift-log"),
+                server("ServiceLifecycle", "swift-service-lifecycle"),
+                server("UnixSignals", "swift-service-lifecycle"),
+                server("Logging", "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -101,10 +112,10 @@ let package = Package(
             name: "livegated",
             dependencies: [
                 "LiveGateDaemon", "LiveGateConfig", "LiveGateSystemd", "LiveSDK", "LiveGateVersion", "LiveGateProtocol",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-                .product(name: "Logging", package: "swift-log"),
+                server("ArgumentParser", "swift-argument-parser"),
+                server("ServiceLifecycle", "swift-service-lifecycle"),
+                server("UnixSignals", "swift-service-lifecycle"),
+                server("Logging", "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -125,7 +136,7 @@ let package = Package(
             name: "livegatectl",
             dependencies: [
                 "LiveGateClient", "LiveGateProtocol", "LiveJSON", "LiveGateVersion",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                server("ArgumentParser", "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -136,15 +147,15 @@ let package = Package(
             dependencies: [
                 "LiveCloudAPI", "LiveJSON",
                 .product(name: "NIOWebSocket", package: "swift-nio"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
-                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                server("Hummingbird", "hummingbird"),
+                server("HummingbirdWebSocket", "hummingbird-websocket"),
+                server("HummingbirdBcrypt", "hummingbird-auth"),
+                server("GRDB", "GRDB.swift"),
+                server("PostgresNIO", "postgres-nio"),
+                server("NIOSSL", "swift-nio-ssl"),
+                server("Crypto", "swift-crypto"),
+                server("Logging", "swift-log"),
+                server("ServiceLifecycle", "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -152,9 +163,9 @@ let package = Package(
             name: "livegate-cloud",
             dependencies: [
                 "LiveGateCloud", "LiveGateVersion",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Logging", package: "swift-log"),
+                server("ArgumentParser", "swift-argument-parser"),
+                server("Hummingbird", "hummingbird"),
+                server("Logging", "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -164,16 +175,16 @@ let package = Package(
             name: "livegate-bench",
             dependencies: [
                 "LiveCloudAPI", "LiveChangeSet", "LiveSDK", "LiveJSON", "LiveGateVersion",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
-                .product(name: "Logging", package: "swift-log"),
+                server("ArgumentParser", "swift-argument-parser"),
+                server("AsyncHTTPClient", "async-http-client"),
+                server("Hummingbird", "hummingbird"),
+                server("HummingbirdWebSocket", "hummingbird-websocket"),
+                server("Logging", "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "WSClient", package: "swift-websocket"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
+                server("WSClient", "swift-websocket"),
+                server("HTTPTypes", "swift-http-types"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -209,13 +220,13 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "LiveGateClient", "LiveGateProtocol", "LiveCloudAPI", "LiveJSON", "LiveChangeSet", "LiveSDK", "CLiveGate", "CJSONC",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                server("AsyncHTTPClient", "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "WSClient", package: "swift-websocket"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "Logging", package: "swift-log"),
+                server("WSClient", "swift-websocket"),
+                server("HTTPTypes", "swift-http-types"),
+                server("Logging", "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
