@@ -150,17 +150,7 @@ final class PostgresStore: CloudStore {
         ) {
             (count, seq, other) = (n, last, beyondSide)
             guard let collection, let id, let version, let data, let createdAt, let updatedAt, let deleted else { continue }
-            items.append(
-                Entity(
-                    collection: collection,
-                    id: id,
-                    version: version,
-                    data: try JSONDecoder().decode(JSONValue.self, from: Data(data.utf8)),
-                    createdAt: createdAt,
-                    updatedAt: updatedAt,
-                    deleted: deleted
-                )
-            )
+            items.append(try Self.entity(collection, id, version, data, createdAt, updatedAt, deleted))
         }
         let more = items.count > limit
         if more { items.removeLast() }
@@ -281,19 +271,30 @@ final class PostgresStore: CloudStore {
         for try await (collection, id, version, data, createdAt, updatedAt, deleted) in rows.decode(
             (String, String, Int64, String, String, String, Bool).self
         ) {
-            entities.append(
-                Entity(
-                    collection: collection,
-                    id: id,
-                    version: version,
-                    data: try JSONDecoder().decode(JSONValue.self, from: Data(data.utf8)),
-                    createdAt: createdAt,
-                    updatedAt: updatedAt,
-                    deleted: deleted
-                )
-            )
+            entities.append(try entity(collection, id, version, data, createdAt, updatedAt, deleted))
         }
         return entities
+    }
+
+    /// An entity from its columns (`entityColumns`, the data as text).
+    static func entity(
+        _ collection: String,
+        _ id: String,
+        _ version: Int64,
+        _ data: String,
+        _ createdAt: String,
+        _ updatedAt: String,
+        _ deleted: Bool
+    ) throws -> Entity {
+        Entity(
+            collection: collection,
+            id: id,
+            version: version,
+            data: try JSONDecoder().decode(JSONValue.self, from: Data(data.utf8)),
+            createdAt: createdAt,
+            updatedAt: updatedAt,
+            deleted: deleted
+        )
     }
 
     /// The first column of the first row of a query, if any.
