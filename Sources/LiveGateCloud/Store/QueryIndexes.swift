@@ -20,6 +20,18 @@ final class QueryIndexes: Sendable {
     struct Index: Hashable, Sendable {
         let kind: Kind
         let field: String
+
+        init(kind: Kind, field: String) {
+            self.kind = kind
+            self.field = field
+        }
+
+        /// The index a store's index of this name is (`lg_<kind>_<field>`), if it is one of these.
+        init?(name: String) {
+            let parts = name.split(separator: "_", maxSplits: 2)
+            guard parts.count == 3, parts[0] == "lg", let kind = Kind(rawValue: String(parts[1])) else { return nil }
+            self.init(kind: kind, field: String(parts[2]))
+        }
     }
 
     private let made = Mutex<Set<Index>>([])
@@ -47,7 +59,12 @@ final class QueryIndexes: Sendable {
         made.withLock { _ = $0.insert(index) }
     }
 
-    func isMade(_ index: Index) -> Bool {
-        made.withLock { $0.contains(index) }
+    /// The fields of `query` that have an index made (sort or filter): a store reads them through what the
+    /// index is over.
+    func indexedFields(of query: CollectionQuery) -> Set<String> {
+        let fields = Set(query.where.keys).union(query.sort.map { [$0.field] } ?? [])
+        return made.withLock { made in
+            fields.filter { made.contains(Index(kind: .sort, field: $0)) || made.contains(Index(kind: .filter, field: $0)) }
+        }
     }
 }

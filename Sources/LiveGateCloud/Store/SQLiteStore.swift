@@ -36,13 +36,8 @@ final class SQLiteStore: CloudStore {
         queryIndexes = QueryIndexes(
             made: try pool.read { db in
                 Set(
-                    try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'lg\\_%' ESCAPE '\\'").compactMap
-                    {
-                        name in
-                        let parts = name.split(separator: "_", maxSplits: 2)
-                        guard parts.count == 3, let kind = QueryIndexes.Kind(rawValue: String(parts[1])) else { return nil }
-                        return QueryIndexes.Index(kind: kind, field: String(parts[2]))
-                    }
+                    try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'lg\\_%' ESCAPE '\\'")
+                        .compactMap(QueryIndexes.Index.init(name:))
                 )
             }
         )
@@ -92,14 +87,7 @@ final class SQLiteStore: CloudStore {
                 for index in missing { queryIndexes.made(index) }
             } catch {}
         }
-        var columned: Set<String> = []
-        for field in Array(query.where.keys) + (query.sort.map { [$0.field] } ?? [])
-        where queryIndexes.isMade(QueryIndexes.Index(kind: .sort, field: field))
-            || queryIndexes.isMade(QueryIndexes.Index(kind: .filter, field: field))
-        {
-            columned.insert(field)
-        }
-        let sql = SQLiteQuerySQL(query, columned: columned)
+        let sql = SQLiteQuerySQL(query, columned: queryIndexes.indexedFields(of: query))
         return try await pool.read { db in
             // Without a filter, the collection's live objects, kept by every write: no scan.
             let count =

@@ -48,10 +48,7 @@ final class PostgresStore: CloudStore {
             logger: logger
         )
         for try await name in names.decode(String.self) {
-            let parts = name.split(separator: "_", maxSplits: 2)
-            if parts.count == 3, let kind = QueryIndexes.Kind(rawValue: String(parts[1])) {
-                made.insert(QueryIndexes.Index(kind: kind, field: String(parts[2])))
-            }
+            if let index = QueryIndexes.Index(name: name) { made.insert(index) }
         }
         queryIndexes = QueryIndexes(made: made)
     }
