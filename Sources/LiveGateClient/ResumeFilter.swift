@@ -29,8 +29,9 @@ public struct ResumeFilter: Sendable {
             // cloud's version, or the confirmed data back after a rejection.
             deliver = version >= lastVersion || change.snapshot == nil
         } else if change.snapshot == nil {
-            // Nothing cached yet after a restart is not news; a confirmed absence (a deletion) is.
-            deliver = change.loadingStatus != .loading && last.snapshot != nil
+            // Nothing cached yet after a restart is not news; a confirmed absence is (a deletion, or the end of the
+            // loading of an object that does not exist), once.
+            deliver = change.loadingStatus != .loading && (last.snapshot != nil || change.loadingStatus != last.loadingStatus)
         } else if version != lastVersion {
             deliver = version > lastVersion
         } else {

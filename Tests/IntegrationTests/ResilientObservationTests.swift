@@ -169,4 +169,15 @@ private struct Item: Codable, Sendable, Equatable {
         #expect(admit(Self.change(3, .fresh, .loaded)))
         #expect(admit(Self.change(nil, .notExist, .loaded)), "a confirmed deletion is news")
     }
+
+    @Test func anObjectThatDoesNotExistIsSaidToBeLoaded() {
+        var filter = ResumeFilter()
+        func admit(_ change: ObjectChangedParams) -> Bool { filter.admit(change) }
+        #expect(admit(Self.change(nil, .notExist, .loading)))
+        #expect(admit(Self.change(nil, .notExist, .loaded)), "the end of its loading")
+        #expect(!admit(Self.change(nil, .notExist, .loaded)), "once")
+        _ = filter.disconnected()
+        #expect(!admit(Self.change(nil, .notExist, .loading)))
+        #expect(admit(Self.change(nil, .notExist, .loaded)), "confirmed again after a reconnection")
+    }
 }
