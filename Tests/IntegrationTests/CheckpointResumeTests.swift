@@ -170,4 +170,42 @@ import Testing
         #expect(!seen.contains { $0.change.resync == true })
         #expect(try await queryFetches(cluster, "chat") == 1, "resumed from the stored result, not fetched again")
     }
+
+    /// Found by the Python client's test: a window paged while it still showed its stale cached first page got a
+    /// page fetched beyond the stale items, and the mix was sent as fresh (wrong items, wrong count) until a resync.
+    @Test func aWindowPagedWhileItShowsItsCachedPageIsFetchedWholeBeforeItIsFresh() async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        let token = try await cluster.login()
+        var ranks = ["m1": 30, "m2": 10, "m3": 20, "m4": 40, "m5": 50]
+        for (id, rank) in ranks { try await cluster.put("chat", id, ["room": "r", "rank": .number(Double(rank))], token: token) }
+        let query = QueryParams(where: ["room": "r"], sort: SortParams(field: "rank"))
+        try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "paging") { daemon in
+            let updates = Queue(try await daemon.observeCollection(collection: "chat", query: query, pageSize: 2).updates)
+            _ = try await elements(updates, until: "the fresh first page") { $0.change.dataStatus == .fresh && $0.change.loadingStatus == .loaded }
+        }
+        #expect(cluster.stopDaemon() == 0)
+        // While the daemon is away, two objects move into the first page: its cached copy is stale.
+        ranks["m4"] = 5
+        ranks["m6"] = 1
+        for id in ["m4", "m6"] { try await cluster.put("chat", id, ["room": "r", "rank": .number(Double(ranks[id]!))], token: token) }
+        try await cluster.startDaemon()
+        let expected = ranks.sorted { ($0.value, $0.key) < ($1.value, $1.key) }.prefix(4).map(\.key)
+
+        let seen = try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "paging") { daemon in
+            let observation = try await daemon.observeCollection(collection: "chat", query: query, pageSize: 2)
+            let updates = Queue(observation.updates)
+            var seen = try await elements(updates, until: "the cached page") { $0.change.dataStatus == .local }
+            #expect(seen.last?.items.map(\.id) == ["m2", "m3"], "the stale cached page")
+            #expect(try await daemon.nextPage(token: observation.token))
+            seen += try await elements(updates, until: "two fresh pages") {
+                $0.change.dataStatus == .fresh && $0.change.loadingStatus == .loaded && $0.items.count == 4
+            }
+            return seen
+        }
+        let firstFresh = seen.first { $0.change.dataStatus == .fresh }
+        #expect(firstFresh?.items.map(\.id) == expected, "\(seen.map { ($0.items.map(\.id), $0.change.dataStatus, $0.change.count) })")
+        #expect(firstFresh?.change.count == 6)
+    }
 }

@@ -252,6 +252,13 @@ extension LiveClient {
         // while they ran, and the one that read older data could then win over a newer event.
         guard collectionObservations[window] === observation, !collectionFetching.contains(window) else { return }
         let seen = observation.confirmed
+        // A window paged from one the cloud has not confirmed yet (its cached result, shown while a restarted
+        // daemon fetches or replays): a page beyond stale items would join a stale start to a fresh end, and call
+        // the whole fresh. The whole window is fetched instead.
+        guard seen.dataStatus == .fresh else {
+            await refreshCollection(window)
+            return
+        }
         let page: PageRequest
         switch window.anchor {
         case .first: page = seen.items.last.map { .after(window.query.position(of: $0)) } ?? .first
