@@ -1,0 +1,253 @@
+# Licensed under the Apache License, Version 2.0.
+"""The blocking client of livegated: the asyncio client run on a thread of its own, for scripts and tools.
+
+.. code-block:: python
+
+    import livegate
+
+    with livegate.Client(client="my-script") as daemon:
+        with daemon.observe_object("notes", "n1") as note:
+            for state in note:
+                print(state.version, state.data, state.loading_status)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+import time
+from collections.abc import Callable, Coroutine, Iterator
+from typing import Any, Generic, TypeVar
+
+from . import aio
+from .errors import LiveGateError
+from .observations import LiveCollection, Observation, _End
+from .states import CollectionState, FeedEvent, ObjectState, Snapshot, StreamEvent
+
+S = TypeVar("S")
+R = TypeVar("R")
+
+__all__ = ["Client", "BlockingObservation", "BlockingCollection"]
+
+
+class Client:
+    """A client of livegated that outlives the daemon (see :class:`livegate.aio.Client`), with blocking calls.
+
+    Raises :class:`DaemonUnavailable` when no connection is made within ``timeout`` seconds, and
+    :class:`ConnectionRefused` when the daemon refuses this client. Close it, or use it in a ``with``."""
+
+    def __init__(
+        self, socket: str | None = None, client: str = "python", timeout: float = 10.0, request_wait: float = 10.0
+    ) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="livegate-client", daemon=True)
+        self._thread.start()
+        try:
+            self._client: aio.Client = self._call(aio.Client.connect(socket, client, timeout, request_wait))
+        except BaseException:
+            self._stop()
+            raise
+        self.socket_path = self._client.socket_path
+
+    def _call(self, coroutine: Coroutine[Any, Any, R]) -> R:
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+
+    def _stop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+
+    def close(self) -> None:
+        """Closes the connection; observations made through the client end."""
+        if self._loop.is_closed():
+            return
+        self._call(self._client.close())
+        self._stop()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def is_connected(self) -> bool:
+        return self._client.is_connected
+
+    def request(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        return self._call(self._client.request(method, params))
+
+    def hello(self) -> dict[str, Any]:
+        return self._call(self._client.hello())
+
+    def stats(self) -> dict[str, Any]:
+        return self._call(self._client.stats())
+
+    def session_state(self) -> dict[str, str]:
+        return self._call(self._client.session_state())
+
+    def clients(self) -> list[dict[str, Any]]:
+        return self._call(self._client.clients())
+
+    def set_log_level(self, level: str) -> dict[str, str]:
+        return self._call(self._client.set_log_level(level))
+
+    def create(self, collection: str, id: str, data: dict[str, Any]) -> Snapshot:
+        return self._call(self._client.create(collection, id, data))
+
+    def update(
+        self,
+        collection: str,
+        id: str,
+        data: dict[str, Any],
+        *,
+        if_version: int | None = None,
+        merge: bool = False,
+        wait: bool = True,
+    ) -> Snapshot | None:
+        return self._call(self._client.update(collection, id, data, if_version=if_version, merge=merge, wait=wait))
+
+    def delete(self, collection: str, id: str, *, if_version: int | None = None, wait: bool = True) -> int | None:
+        return self._call(self._client.delete(collection, id, if_version=if_version, wait=wait))
+
+    def send(self, stream: str, to: str, message: Any) -> dict[str, Any]:
+        return self._call(self._client.send(stream, to, message))
+
+    def post(self, stream: str, message: Any) -> dict[str, Any]:
+        return self._call(self._client.post(stream, message))
+
+    def grant_access(self, stream: str, user: str, publishers: list[str], subscribers: list[str]) -> dict[str, list[str]]:
+        return self._call(self._client.grant_access(stream, user, publishers, subscribers))
+
+    def access(self, stream: str, user: str) -> dict[str, list[str]]:
+        return self._call(self._client.access(stream, user))
+
+    def observe_object(
+        self, collection: str, id: str, *, policy: str | None = None, fields: list[str] | None = None, once: bool = False
+    ) -> BlockingObservation[ObjectState]:
+        return self._observe(
+            BlockingObservation, self._client.observe_object(collection, id, policy=policy, fields=fields, once=once)
+        )
+
+    def observe_collection(
+        self,
+        collection: str,
+        *,
+        where: dict[str, Any] | None = None,
+        sort: str | None = None,
+        descending: bool = False,
+        page_size: int | None = None,
+        anchor: str | None = None,
+        once: bool = False,
+    ) -> BlockingCollection:
+        observed = self._client.observe_collection(
+            collection, where=where, sort=sort, descending=descending, page_size=page_size, anchor=anchor, once=once
+        )
+        return self._observe(BlockingCollection, observed)
+
+    def subscribe_feed(self, collection: str) -> BlockingObservation[FeedEvent]:
+        return self._observe(BlockingObservation, self._client.subscribe_feed(collection))
+
+    def listen(self, stream: str) -> BlockingObservation[StreamEvent]:
+        return self._observe(BlockingObservation, self._client.listen(stream))
+
+    def follow(self, stream: str, user: str) -> BlockingObservation[StreamEvent]:
+        return self._observe(BlockingObservation, self._client.follow(stream, user))
+
+    def _observe(self, kind: Callable[[Client, Any, queue.Queue[Any]], R], observing: Coroutine[Any, Any, Any]) -> R:
+        inbox: queue.Queue[Any] = queue.Queue()
+
+        async def observe() -> Any:
+            observation = await observing
+            observation.add_listener(inbox.put)  # in the same loop step: no state is missed
+            return observation
+
+        return kind(self, self._call(observe()), inbox)
+
+
+class BlockingObservation(Generic[S]):
+    """An observation's states, read from any thread: ``latest``, iteration (the state now, then each later one,
+    until it ends), :meth:`next` and :meth:`wait_for`. Ends with :meth:`close`, ``with``, or when released."""
+
+    def __init__(self, owner: Client, observation: Observation[S], inbox: queue.Queue[Any]) -> None:
+        self._owner = owner
+        self._observation = observation
+        self._inbox = inbox
+        self._ended: _End | None = None
+
+    @property
+    def latest(self) -> S | None:
+        """The state now (after every state this thread has not read yet)."""
+        return self._observation.latest
+
+    @property
+    def token(self) -> int | None:
+        return self._observation.token
+
+    def next(self, timeout: float | None = None) -> S:
+        """The next state not read yet. Raises :class:`TimeoutError` after ``timeout`` seconds, :class:`StopIteration`
+        when the observation ended, or its error when the daemon refused it."""
+        if self._ended is not None:
+            raise self._ended.error or StopIteration
+        try:
+            item = self._inbox.get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError(f"no new state within {timeout} s") from None
+        if isinstance(item, _End):
+            self._ended = item
+            raise item.error or StopIteration
+        return item  # type: ignore[no-any-return]
+
+    def __iter__(self) -> Iterator[S]:
+        while True:
+            try:
+                yield self.next()
+            except StopIteration:
+                return
+
+    def wait_for(self, predicate: Callable[[S], bool], timeout: float = 10.0) -> S:
+        """Reads states until one satisfies ``predicate`` (those before it are consumed). Raises
+        :class:`TimeoutError` when none does within ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"no state satisfied the condition within {timeout} s; the last: {self.latest!r}")
+            try:
+                state = self.next(remaining)
+            except TimeoutError:
+                continue
+            except StopIteration:
+                raise LiveGateError("the observation ended") from None
+            if predicate(state):
+                return state
+
+    def close(self) -> None:
+        """Ends the observation: the daemon's token is invalidated."""
+        if not self._owner._loop.is_closed():
+            self._owner._call(self._observation.close())
+
+    def __enter__(self) -> BlockingObservation[S]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class BlockingCollection(BlockingObservation[CollectionState]):
+    """A collection window read from any thread, with its paging."""
+
+    _observation: LiveCollection
+
+    def next_page(self) -> bool:
+        return self._owner._call(self._observation.next_page())
+
+    def previous_page(self) -> bool:
+        return self._owner._call(self._observation.previous_page())
+
+    def reset_page(self) -> bool:
+        return self._owner._call(self._observation.reset_page())
+
+    def fetch_items(self, offset: int, limit: int, source: str = "window") -> dict[str, Any]:
+        return self._owner._call(self._observation.fetch_items(offset, limit, source))

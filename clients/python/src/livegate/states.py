@@ -1,0 +1,204 @@
+# Licensed under the Apache License, Version 2.0.
+"""What observations deliver: immutable states built from the daemon's notifications."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from .changeset import ChangeSet
+from .errors import LiveGateError, error_from
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One version of an object, as the cloud stored it (never changes once sent)."""
+
+    collection: str
+    id: str
+    version: int
+    data: Any
+    updated_at: str | None = None
+
+    @classmethod
+    def from_json(cls, value: Any) -> Snapshot:
+        return cls(
+            collection=value["collection"],
+            id=value["id"],
+            version=value["version"],
+            data=value.get("data"),
+            updated_at=value.get("updatedAt"),
+        )
+
+
+def _snapshot_or_none(value: Any) -> Snapshot | None:
+    return None if value is None else Snapshot.from_json(value)
+
+
+def _error_or_none(value: Any) -> LiveGateError | None:
+    return None if value is None else error_from(value)
+
+
+@dataclass(frozen=True)
+class ObjectState:
+    """An ``object.changed`` notification: the snapshot (``None``: no such object, or nothing loaded) and statuses.
+
+    ``data_status``: notExist, local, fresh, error. ``loading_status``: notLoading, loading, loaded, error.
+    """
+
+    snapshot: Snapshot | None
+    data_status: str
+    loading_status: str
+    error: LiveGateError | None = None
+    pending_writes: bool = False
+    resync: bool = False
+
+    @property
+    def data(self) -> Any:
+        return None if self.snapshot is None else self.snapshot.data
+
+    @property
+    def version(self) -> int | None:
+        return None if self.snapshot is None else self.snapshot.version
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> ObjectState:
+        return cls(
+            snapshot=_snapshot_or_none(params.get("snapshot")),
+            data_status=params["dataStatus"],
+            loading_status=params["loadingStatus"],
+            error=_error_or_none(params.get("error")),
+            pending_writes=params.get("pendingWrites") is True,
+            resync=params.get("resync") is True,
+        )
+
+
+@dataclass(frozen=True)
+class CollectionState:
+    """A collection window after a ``collection.changed`` notification: its items (the client applied and checked
+    the changes), the query's ``count``, paging and statuses. ``changes`` are relative to the previous state's items,
+    or to an empty window when ``reset``."""
+
+    items: tuple[Snapshot, ...]
+    count: int
+    has_next: bool
+    has_previous: bool
+    data_status: str
+    loading_status: str
+    changes: ChangeSet = field(default_factory=ChangeSet)
+    reset: bool = False
+    error: LiveGateError | None = None
+    resync: bool = False
+    pending_ids: tuple[str, ...] = ()
+
+    @property
+    def ids(self) -> list[str]:
+        return [item.id for item in self.items]
+
+    def unchanged(self, loading_status: str, error: LiveGateError | None = None) -> CollectionState:
+        """The same window with no change and another loading status (the daemon went away, or refused it)."""
+        return dataclasses.replace(
+            self, changes=ChangeSet(), reset=False, resync=False, loading_status=loading_status, error=error
+        )
+
+
+@dataclass(frozen=True)
+class FeedEvent:
+    """A ``feed.event``: ``event`` is ready, next (``seq``, ``snapshot``, ``deleted``), status (``status``), resync
+    or error (``error``)."""
+
+    event: str
+    seq: int | None = None
+    snapshot: Snapshot | None = None
+    deleted: bool = False
+    status: str | None = None
+    error: LiveGateError | None = None
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> FeedEvent:
+        return cls(
+            event=params["event"],
+            seq=params.get("seq"),
+            snapshot=_snapshot_or_none(params.get("snapshot")),
+            deleted=params.get("deleted") is True,
+            status=params.get("status"),
+            error=_error_or_none(params.get("error")),
+        )
+
+
+@dataclass(frozen=True)
+class StreamEvent:
+    """A ``stream.message`` (``message``, ``seq``, ``sender``, ``recipient``, ``at``) or a ``stream.notice``
+    (``resync`` or ``error``)."""
+
+    stream: str | None = None
+    message: Any = None
+    seq: int | None = None
+    sender: str | None = None
+    recipient: str | None = None
+    at: str | None = None
+    resync: bool = False
+    error: LiveGateError | None = None
+
+    @property
+    def is_message(self) -> bool:
+        return not self.resync and self.error is None
+
+    @classmethod
+    def from_params(cls, method: str, params: dict[str, Any]) -> StreamEvent:
+        if method == "stream.notice":
+            return cls(resync=params.get("resync") is True, error=_error_or_none(params.get("error")))
+        return cls(
+            stream=params.get("stream"),
+            message=params.get("message"),
+            seq=params.get("seq"),
+            sender=params.get("from"),
+            recipient=params.get("to"),
+            at=params.get("at"),
+        )
+
+
+class ResumeFilter:
+    """What an object observer that outlives connections receives (the Swift client's ``ResumeFilter``).
+
+    Across a reconnection the observer sees ``loading_status`` go to ``loading`` and back to ``loaded``, and never a
+    snapshot older than, or the same data again as, one it already received; deletions and resync notices pass."""
+
+    def __init__(self) -> None:
+        self.last: ObjectState | None = None
+
+    def admit(self, state: ObjectState) -> bool:
+        last = self.last
+        if last is None:
+            self.last = state
+            return True
+        version = state.version or 0
+        last_version = last.version or 0
+        if state.resync:
+            deliver = True
+        elif state.pending_writes or last.pending_writes:
+            # A local write shows at once (with the version it applies to), and so does how it ends.
+            deliver = version >= last_version or state.snapshot is None
+        elif state.snapshot is None:
+            # Nothing cached yet after a restart is not news; a confirmed absence is (a deletion, or the end of the
+            # loading of an object that does not exist), once.
+            deliver = state.loading_status != "loading" and (
+                last.snapshot is not None or state.loading_status != last.loading_status
+            )
+        elif version != last_version:
+            deliver = version > last_version
+        else:
+            # The same data: only the end of the loading, once.
+            deliver = state.loading_status != "loading" and state.loading_status != last.loading_status
+        if deliver:
+            self.last = state
+        return deliver
+
+    def disconnected(self) -> ObjectState | None:
+        """The connection was lost: the state to give the observer (its data, now ``loading``), if any."""
+        last = self.last
+        if last is None or last.loading_status == "loading":
+            return None
+        self.last = dataclasses.replace(last, loading_status="loading", resync=False)
+        return self.last

@@ -1,0 +1,212 @@
+# Licensed under the Apache License, Version 2.0.
+"""The Python client against the real livegated and livegate-cloud: a remote change, a pending local write and a
+daemon restart, end to end, through the blocking and the asyncio APIs."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+
+import pytest
+from conftest import Stack, wait_until
+
+import livegate
+import livegate.aio
+from livegate import CollectionState, ObjectState
+
+
+def test_the_package_tested_is_the_wheel_when_one_is_given() -> None:
+    wheel = os.environ.get("LIVEGATE_PYTHON_WHEEL")
+    if wheel is None:
+        pytest.skip("run from the source tree (scripts/python-client tests the wheel)")
+    assert livegate.__file__ is not None and livegate.__file__.startswith(wheel + os.sep)
+
+
+def versions_never_go_back(states: list[ObjectState]) -> None:
+    versions = [state.version or 0 for state in states]
+    assert versions == sorted(versions), versions
+
+
+def test_blocking_object_follows_remote_changes_a_pending_write_and_a_daemon_restart(stack: Stack) -> None:
+    stack.remote_put("notes", "n1", {"text": "from the cloud"})
+    with livegate.Client(stack.socket, client="pytest") as daemon:
+        assert daemon.hello()["protocol"] == 1
+        seen: list[ObjectState] = []
+
+        def record(state: ObjectState) -> bool:
+            seen.append(state)
+            return True
+
+        with daemon.observe_object("notes", "n1") as note:
+            first = note.wait_for(lambda s: record(s) and s.data_status == "fresh")
+            assert (first.version, first.data) == (1, {"text": "from the cloud"})
+
+            # A remote change arrives live.
+            stack.remote_put("notes", "n1", {"text": "edited remotely"})
+            edited = note.wait_for(lambda s: record(s) and s.version == 2)
+            assert edited.data == {"text": "edited remotely"} and edited.loading_status == "loaded"
+
+            # A local write shows at once, pending, while the cloud cannot confirm it; then the cloud's version.
+            stack.pause_cloud()
+            try:
+                assert daemon.update("notes", "n1", {"text": "written here"}, wait=False) is None
+                pending = note.wait_for(lambda s: record(s) and s.pending_writes)
+                assert pending.data == {"text": "written here"} and pending.version == 2
+                assert daemon.stats()["pendingWrites"] == 1
+            finally:
+                stack.resume_cloud()
+            confirmed = note.wait_for(lambda s: record(s) and not s.pending_writes and s.version == 3)
+            assert confirmed.data == {"text": "written here"} and confirmed.data_status == "fresh"
+
+            # The daemon restarts: the observation goes loading, comes back, and follows the next change.
+            stack.restart_daemon()
+            note.wait_for(lambda s: record(s) and s.loading_status == "loading")
+            wait_until("the client to reconnect", lambda: daemon.is_connected)
+            stack.remote_put("notes", "n1", {"text": "after the restart"})
+            after = note.wait_for(lambda s: record(s) and s.version == 4 and s.loading_status == "loaded")
+            assert after.data == {"text": "after the restart"}
+        versions_never_go_back(seen)
+        # Each version's data reached the observer once, apart from the pending write's own.
+        confirmed_versions = [s.version for s in seen if not s.pending_writes and s.loading_status == "loaded"]
+        assert confirmed_versions == sorted(set(confirmed_versions)), confirmed_versions
+
+
+def test_errors_carry_the_daemons_code_and_message(stack: Stack) -> None:
+    with livegate.Client(stack.socket, client="pytest") as daemon:
+        daemon.create("notes", "e1", {"n": 1})
+        with pytest.raises(livegate.VersionConflict) as conflict:
+            daemon.update("notes", "e1", {"n": 2}, if_version=7)
+        assert conflict.value.code == -32005 and conflict.value.current_version == 1
+        with pytest.raises(livegate.VersionConflict):
+            daemon.create("notes", "e1", {"n": 3})
+        with pytest.raises(livegate.InvalidParams) as invalid:
+            daemon.observe_object("no/such", "x")
+        assert invalid.value.code == -32602 and "collection" in invalid.value.message
+        with pytest.raises(livegate.NotFound):
+            daemon.delete("notes", "never-made")
+        with pytest.raises(livegate.MethodNotFound):
+            daemon.request("object.frobnicate", {})
+        assert daemon.delete("notes", "e1") == 2
+
+
+def test_a_released_observation_ends_its_token(stack: Stack) -> None:
+    with livegate.Client(stack.socket, client="pytest") as daemon:
+        note = daemon.observe_object("notes", "r1")
+        note.wait_for(lambda s: s.loading_status == "loaded")
+        assert daemon.stats()["tokens"] == 1
+        with daemon.observe_object("notes", "r2"):
+            assert daemon.stats()["tokens"] == 2
+        assert daemon.stats()["tokens"] == 1  # ended by `with`
+        del note
+        gc.collect()
+        wait_until("the released token to end", lambda: daemon.stats()["tokens"] == 0, timeout=10)
+
+
+def test_a_refused_connection_says_so(stack: Stack) -> None:
+    with pytest.raises(livegate.DaemonUnavailable) as unavailable:
+        livegate.Client(stack.socket + ".missing", client="pytest", timeout=0.5)
+    assert ".missing" in unavailable.value.message
+
+
+def window_of(stack_items: dict[str, int], page_items: int) -> list[str]:
+    return [id for id, _ in sorted(stack_items.items(), key=lambda pair: (pair[1], pair[0]))][:page_items]
+
+
+def test_asyncio_collection_window_follows_changes_pending_writes_and_a_restart(stack: Stack) -> None:
+    ranks = {"m1": 30, "m2": 10, "m3": 20, "m4": 40, "m5": 50}
+    for id, rank in ranks.items():
+        stack.remote_put("messages", id, {"channel": "c1", "rank": rank})
+    stack.remote_put("messages", "other", {"channel": "c2", "rank": 1})
+
+    async def run() -> None:
+        async with await livegate.aio.Client.connect(stack.socket, client="pytest") as daemon:
+            states: list[CollectionState] = []
+            window = await daemon.observe_collection("messages", where={"channel": "c1"}, sort="rank", page_size=2)
+            window.add_listener(lambda s: states.append(s) if isinstance(s, CollectionState) else None)
+            async with window:
+                fresh = await window.wait_for(lambda s: s.data_status == "fresh" and s.loading_status == "loaded", 30)
+                assert fresh.ids == ["m2", "m3"] and fresh.count == 5 and fresh.has_next
+
+                assert await window.next_page()
+                paged = await window.wait_for(lambda s: len(s.items) == 4, 30)
+                assert paged.ids == window_of(ranks, 4)
+
+                # A remote change moves an item inside the window.
+                ranks["m4"] = 5
+                stack.remote_put("messages", "m4", {"channel": "c1", "rank": 5})
+                moved = await window.wait_for(lambda s: s.ids[:1] == ["m4"], 30)
+                assert moved.ids == window_of(ranks, 4) and moved.count == 5
+
+                # A local write shows at once at its place, pending, then confirmed.
+                stack.pause_cloud()
+                try:
+                    await daemon.update("messages", "m6", {"channel": "c1", "rank": 1}, wait=False)
+                    pending = await window.wait_for(lambda s: "m6" in s.pending_ids, 30)
+                    assert pending.ids[0] == "m6" and len(pending.items) == 4
+                finally:
+                    stack.resume_cloud()
+                ranks["m6"] = 1
+                confirmed = await window.wait_for(lambda s: not s.pending_ids and s.count == 6, 30)
+                assert confirmed.ids == window_of(ranks, 4)
+
+                # The daemon restarts: the window goes loading, then comes back whole (reset) with its two pages.
+                await asyncio.to_thread(stack.restart_daemon)
+                await window.wait_for(lambda s: s.loading_status == "loading", 30)
+                # The first confirmed state after the restart is the whole window (a daemon that paged from its
+                # stale cached page joined it to a fresh one and called the mix fresh).
+                back = await window.wait_for(lambda s: s.loading_status == "loaded", 30)
+                assert back.ids == window_of(ranks, 4) and back.count == 6
+                assert any(s.reset for s in states[states.index(back) - 5 : states.index(back) + 1])
+
+                ranks["m5"] = 2
+                stack.remote_put("messages", "m5", {"channel": "c1", "rank": 2})
+                after = await window.wait_for(lambda s: "m5" in s.ids, 30)
+                assert after.ids == window_of(ranks, 4)
+                for state in states:  # every state this client built matches the daemon's size and order rules
+                    assert len(state.items) <= 4
+                assert window.mismatches == 0
+
+    asyncio.run(run())
+
+
+def test_asyncio_feed_and_stream(stack: Stack) -> None:
+    async def run() -> None:
+        async with await livegate.aio.Client.connect(stack.socket, client="pytest") as daemon:
+            feed = await daemon.subscribe_feed("songs")
+            events = feed.__aiter__()
+            assert (await asyncio.wait_for(events.__anext__(), 30)).event == "ready"
+            stack.remote_put("songs", "s1", {"title": "Blackbird"})
+            change = await asyncio.wait_for(events.__anext__(), 30)
+            assert change.event == "next" and change.snapshot is not None and change.snapshot.data["title"] == "Blackbird"
+            stack.remote_delete("songs", "s1")
+            deletion = await asyncio.wait_for(events.__anext__(), 30)
+            assert deletion.deleted and deletion.seq > change.seq
+
+            await daemon.grant_access("songs", "tester", publishers=["tester"], subscribers=["tester"])
+            assert (await daemon.access("songs", "tester"))["publishers"] == ["tester"]
+            listener = await daemon.listen("songs")
+            messages = listener.__aiter__()
+            sent = await daemon.send("songs", "tester", {"hello": 1})
+            heard = await asyncio.wait_for(messages.__anext__(), 30)
+            assert heard.is_message and heard.message == {"hello": 1} and heard.seq == sent["seq"]
+            with pytest.raises(livegate.NotFound):
+                await daemon.send("no-such-stream", "tester", {})
+
+            # After a daemon restart, both say that what happened meanwhile was not replayed.
+            await asyncio.to_thread(stack.restart_daemon)
+            while (await asyncio.wait_for(events.__anext__(), 30)).event != "resync":
+                pass
+            assert (await asyncio.wait_for(messages.__anext__(), 30)).resync
+            while (await asyncio.wait_for(events.__anext__(), 30)).event != "ready":
+                pass  # every change from the new subscription's `ready` on is delivered
+            stack.remote_put("songs", "s2", {"title": "Yesterday"})
+            while True:
+                event = await asyncio.wait_for(events.__anext__(), 30)
+                if event.event == "next":
+                    assert event.snapshot is not None and event.snapshot.id == "s2"
+                    break
+            await feed.close()
+            await listener.close()
+
+    asyncio.run(run())
