@@ -5,7 +5,7 @@ import Testing
 
 /// An app that depends on this package for `LiveGateClient`, as README's "Using the Swift client in an app"
 /// says (`traits: []`), resolves swift-nio and what it needs, nothing of the server, and builds README's
-/// Swift example against it.
+/// Swift example and its Observation model example against it.
 @Suite(.serialized) struct ClientPackageTests {
     @Test func anAppDependingOnTheClientResolvesNothingOfTheServerAndBuildsTheReadmeExample() throws {
         var template = Array("/tmp/lgapp-XXXXXX".utf8CString)
@@ -16,12 +16,14 @@ import Testing
         // README's manifest as it is (this checkout is its "../livegate"), README's first Swift example as the program.
         let manifest = try #require(Self.block(after: "// swift-tools-version", in: readme), "README shows an app's manifest")
         let example = try #require(Self.block(after: "import LiveGateClient\n\nstruct Note", in: readme), "README's Swift example")
+        let models = try #require(Self.block(after: "import LiveGateClient\nimport Observation", in: readme), "README's Observation example")
         #expect(manifest.contains(#"traits: []"#))
         let app = directory + "/MyApp"
         try FileManager.default.createDirectory(atPath: app + "/Sources/MyApp", withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(atPath: directory + "/livegate", withDestinationPath: packageRoot)
         try manifest.write(toFile: app + "/Package.swift", atomically: true, encoding: .utf8)
         try example.write(toFile: app + "/Sources/MyApp/main.swift", atomically: true, encoding: .utf8)
+        try models.write(toFile: app + "/Sources/MyApp/Models.swift", atomically: true, encoding: .utf8)
 
         let resolve = try runToCompletion("/usr/bin/env", ["swift", "package", "resolve", "--package-path", app])
         #expect(resolve.status == 0, "\(resolve.output)")

@@ -25,6 +25,8 @@ public struct LiveCollectionSnapshot<Model: Sendable>: Sendable {
     public let loadingStatus: LoadingStatus
     public let error: LiveGateError?
     public let resync: Bool
+    /// The ids of the window's objects that include writes of this host not confirmed yet, sorted.
+    public let pendingIDs: [String]
 
     /// The object at `index` of the window (`objects[index]` decoded).
     public func object(at index: Int) -> ObjectSnapshot? { objects.indices.contains(index) ? objects[index] : nil }
@@ -50,6 +52,7 @@ public struct LiveCollectionSnapshot<Model: Sendable>: Sendable {
         loadingStatus = update.change.loadingStatus
         error = update.change.error.map(LiveGateError.init) ?? failure
         resync = update.change.resync == true
+        pendingIDs = update.change.pendingIds ?? []
     }
 }
 

@@ -82,6 +82,13 @@ public struct LiveStream<Message: Codable & Sendable>: Sendable {
         try await deliver({ try await $0.follow(stream: name, user: user) }) { event in handler(event) }
     }
 
+    /// As ``follow(_:_:)``, calling `handler` on the main actor.
+    public func followOnMainActor(_ user: String, _ handler: @escaping @MainActor @Sendable (LiveStreamEvent<Message>) -> Void)
+        async throws -> NotificationToken
+    {
+        try await deliver({ try await $0.follow(stream: name, user: user) }) { event in await handler(event) }
+    }
+
     /// Replaces `user`'s access to the stream.
     @discardableResult
     public func grantAccess(to user: String, _ acl: StreamAccess) async throws -> StreamAccess {
