@@ -72,7 +72,14 @@ public struct ReadObjectsRequest: Codable, Sendable {
 /// `POST /v1/objects/read` response body: one result per requested key, in the request's order.
 public struct ReadObjectsResponse: Codable, Sendable {
     public var results: [ReadObjectResult]
-    public init(results: [ReadObjectResult]) { self.results = results }
+    /// The event log's last sequence number as of the read (absent while the log is empty, and from clouds older
+    /// than it): the objects reflect every write up to it and none after, so a realtime subscription made later
+    /// resumes from it (`since`) without missing a change.
+    public var seq: Int64?
+    public init(results: [ReadObjectResult], seq: Int64? = nil) {
+        self.results = results
+        self.seq = seq
+    }
 }
 
 /// One object of a batched read: its entity, or the error its own `GET` would have answered (`not_found`,

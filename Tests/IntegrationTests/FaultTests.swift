@@ -46,6 +46,35 @@ import Testing
         #expect(try await cluster.stats().fetches["notes/f1"] == 1)
     }
 
+    /// An object first observed while the link is down is read with the event it is as of; the subscription made
+    /// when the link is back resumes from there. The change made meanwhile is replayed: no second fetch, and no
+    /// resync notice (a daemon just started, whose link is still connecting, sent one to every first observer).
+    @Test func anObjectReadWhileTheLinkIsDownIsResumedFromItsReadWhenTheLinkIsBack() async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        try await cluster.put("notes", "f5", ["v": 1])
+        try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "fault") { daemon in
+            try await cluster.fault(#"{"dropConnections":true,"refuseConnectionsForMs":1500}"#)
+            try await eventually("the link to drop") { try await cluster.stats().connections == 0 }
+            let queue = Queue(try await daemon.observeObject(collection: "notes", id: "f5").changes)
+            var seen = try await elements(queue, until: "fresh v1, read while the link is down") {
+                $0.dataStatus == .fresh && $0.snapshot?.version == 1
+            }
+            try await cluster.put("notes", "f5", ["v": 2])
+            seen += try await elements(queue, until: "v2, replayed once the link is back") { $0.snapshot?.version == 2 }
+            #expect(!seen.contains { $0.resync == true }, "continuity was proven: no resync notice \(seen)")
+            #expect(seen.last?.dataStatus == .fresh && seen.last?.loadingStatus == .loaded)
+            try await eventually("the daemon to be subscribed again") {
+                try await cluster.stats().subscriptions["object:notes/f5"] == 1
+            }
+            try await cluster.put("notes", "f5", ["v": 3])
+            seen += try await elements(queue, until: "v3 live") { $0.snapshot?.version == 3 }
+            #expect(!seen.contains { $0.resync == true })
+        }
+        #expect(try await cluster.stats().fetches["notes/f5"] == 1, "read once, then kept current by the replay")
+    }
+
     @Test func whenTheCloudCannotReplayObserversGetAResyncNoticeThenFullState() async throws {
         let cluster = try await TestCluster.start(cloudArguments: ["--event-retention", "10"])
         defer { cluster.stop() }

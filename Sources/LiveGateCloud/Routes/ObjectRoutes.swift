@@ -90,7 +90,7 @@ struct ObjectRoutes: Sendable {
             let readableCollections = Set(body.keys.map(\.collection).filter { permissions.allows(user, .read, $0) })
             let readable = body.keys.filter { readableCollections.contains($0.collection) }
             hub.recordFetches(readable)
-            let found = try await store.get(Array(Set(readable)))
+            let (found, seq) = try await store.get(Array(Set(readable)))
             let results = body.keys.map { key -> ReadObjectResult in
                 guard readableCollections.contains(key.collection) else {
                     return ReadObjectResult(
@@ -107,7 +107,7 @@ struct ObjectRoutes: Sendable {
                 }
                 return ReadObjectResult(key: key, entity: entity)
             }
-            return try JSONResponse.make(.ok, ReadObjectsResponse(results: results))
+            return try JSONResponse.make(.ok, ReadObjectsResponse(results: results, seq: seq))
         }
 
         router.put("/v1/collections/:collection/objects/:id") { request, context -> Response in

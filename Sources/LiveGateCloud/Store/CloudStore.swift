@@ -32,8 +32,10 @@ protocol CloudStore: Sendable {
     /// The entity, or its tombstone; `nil` when it never existed.
     func get(_ key: EntityKey) async throws -> Entity?
 
-    /// Many entities (or tombstones) read in one snapshot, by key; keys that never existed are absent.
-    func get(_ keys: [EntityKey]) async throws -> [EntityKey: Entity]
+    /// Many entities (or tombstones) read in one snapshot, by key (keys that never existed are absent), and the
+    /// event log's last sequence number as of that snapshot (`nil` while the log is empty): the read reflects
+    /// every write up to it and none after.
+    func get(_ keys: [EntityKey]) async throws -> (found: [EntityKey: Entity], seq: Int64?)
 
     /// Writes one object; with `ifVersion`, only if the stored version is exactly that (0: "does not
     /// exist"). Versions grow by one with every write, deletions and re-creations included. With an

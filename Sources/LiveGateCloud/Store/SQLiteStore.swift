@@ -213,7 +213,7 @@ final class SQLiteStore: CloudStore {
         }
     }
 
-    func get(_ keys: [EntityKey]) async throws -> [EntityKey: Entity] {
+    func get(_ keys: [EntityKey]) async throws -> (found: [EntityKey: Entity], seq: Int64?) {
         let byCollection = Dictionary(grouping: keys, by: \.collection)
         return try await pool.read { db in
             var found: [EntityKey: Entity] = [:]
@@ -233,7 +233,8 @@ final class SQLiteStore: CloudStore {
                     }
                 }
             }
-            return found
+            // The same read transaction: one snapshot of the objects and the log.
+            return (found, try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM event"))
         }
     }
 

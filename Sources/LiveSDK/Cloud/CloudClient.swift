@@ -73,7 +73,8 @@ struct CloudClient: Sendable {
 
     /// Many objects in one request (at most ``ReadObjectsRequest/maximumKeys``): per key, as ``fetch(_:token:)``
     /// answers for it (its entity, its tombstone, `nil`), or the error its own fetch would have thrown.
-    func read(_ keys: [EntityKey], token: String) async throws(LiveError) -> [EntityKey: Result<Entity?, LiveError>] {
+    /// Also the event log's sequence number the read is as of (`nil` when the cloud does not say).
+    func read(_ keys: [EntityKey], token: String) async throws(LiveError) -> (results: [EntityKey: Result<Entity?, LiveError>], seq: Int64?) {
         let what = "read of \(keys.count) objects"
         let (status, body) = try await send(method: .POST, path: CloudPath.readObjects, token: token, body: ReadObjectsRequest(keys: keys))
         guard status == .ok else { throw Self.error(status: status, body: body, what: what) }
@@ -97,7 +98,7 @@ struct CloudClient: Sendable {
         for key in keys where results[key] == nil {
             results[key] = .failure(LiveError(code: .cloudUnavailable, message: "the cloud's answer to the \(what) left out \(key)"))
         }
-        return results
+        return (results, response.seq)
     }
 
     /// What a `not_found` answer for `key` says: its tombstone when it names the deletion's version

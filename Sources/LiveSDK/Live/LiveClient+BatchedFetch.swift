@@ -7,6 +7,11 @@ import LiveCloudAPI
 /// request (`POST /v1/objects/read`). One fetch alone goes out at once, as a `GET`: batching adds no latency,
 /// and a burst of new observations (a list of thousands of items opened at once) costs a request per batch
 /// rather than one per object. What a batch fetched is stored in the cache in one transaction.
+///
+/// An object whose realtime topic has no baseline yet (the link to the cloud is down or still connecting, so
+/// the subscription is not in place) is read with `POST` even alone: its answer says which event the read is as
+/// of, and the subscription made once the link is up resumes from there. The cloud then replays what changed
+/// since the read, and the object needs no second fetch and its observers no resync notice.
 extension LiveClient {
     /// How many fetch requests may be in flight at once.
     static let fetchRequestsInFlight = 2
@@ -71,16 +76,23 @@ extension LiveClient {
             var seen: Set<EntityKey> = []
             for (_, key, _) in batch where seen.insert(key).inserted { keys.append(key) }
             let results: [EntityKey: Result<Entity?, LiveError>]
+            var readAt: Int64?
+            let blind = Set(batch.compactMap { _, key, checkpoint in checkpoint == nil ? key : nil })
             do {
-                if keys.count == 1 {
+                if keys.count == 1, blind.isEmpty {
                     let key = keys[0]
                     let entity = try await withSession { token throws(LiveError) in try await cloud.fetch(key, token: token) }
                     results = [key: .success(entity)]
                 } else {
-                    results = try await withSession { token throws(LiveError) in try await cloud.read(keys, token: token) }
+                    (results, readAt) = try await withSession { token throws(LiveError) in try await cloud.read(keys, token: token) }
                 }
             } catch {
                 results = Dictionary(uniqueKeysWithValues: keys.map { ($0, .failure(error)) })
+            }
+            if let readAt, !blind.isEmpty {
+                // Before the cache and the observers hear of it: the subscription that the link makes when it
+                // comes up resumes from the read.
+                await realtime.read(blind.filter { if case .success = results[$0] { true } else { false } }.map(Topic.object), asOf: readAt)
             }
             // What was fetched goes to the cache in one transaction, before its observers hear of it.
             var storeFailure: LiveError?
@@ -88,7 +100,9 @@ extension LiveClient {
                 try await cache.store(
                     batch.compactMap { _, key, checkpoint in
                         guard case .success(let entity) = results[key] else { return nil }
-                        return CacheStore.Fetched(entity: entity, checkpoint: checkpoint)
+                        // A read without a baseline is as of its own seq: the next run resumes the topic from it.
+                        let asOfRead = readAt.map { (topic: Topic.object(key).description, seq: $0) }
+                        return CacheStore.Fetched(entity: entity, checkpoint: checkpoint ?? asOfRead)
                     }
                 )
             } catch {

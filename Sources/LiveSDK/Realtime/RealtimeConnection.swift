@@ -153,6 +153,14 @@ actor RealtimeConnection {
         return .subscribed
     }
 
+    /// Reads of `topics` made as of event `seq` while their subscriptions had no baseline (the link was down or
+    /// still connecting): each subscription made when the link is up resumes from its topic's first such read,
+    /// so the cloud replays what changed after it (with continuity proven) instead of the engine fetching again
+    /// after a resync notice. A topic with a baseline already, or no longer held, is left as it is.
+    func read(_ topics: [Topic], asOf seq: Int64) {
+        for topic in topics where machine.wants(topic) && lastSeq[topic] == nil { lastSeq[topic] = seq }
+    }
+
     /// Drops a reference on `topic`. When it was the last, the topic lingers for a moment, still subscribed:
     /// a holder coming back meanwhile (a page move, an observer re-observing) takes it over with no gap.
     func release(_ topic: Topic) async {

@@ -168,20 +168,30 @@ final class PostgresStore: CloudStore {
         ).first
     }
 
-    func get(_ keys: [EntityKey]) async throws -> [EntityKey: Entity] {
-        // One statement, one snapshot: the keys as two parallel arrays.
+    func get(_ keys: [EntityKey]) async throws -> (found: [EntityKey: Entity], seq: Int64?) {
+        // One statement, one snapshot of the objects and the log: the keys as two parallel arrays, joined to the
+        // log's last seq (a row with no entity when none of the keys exists).
         let collections = keys.map(\.collection)
         let ids = keys.map(\.id)
         let rows = try await client.query(
             """
-            SELECT \(unescaped: Self.entityColumns) FROM entity
-            WHERE (collection, id) IN (SELECT * FROM unnest(\(collections)::text[], \(ids)::text[]))
+            SELECT s.seq, e.collection, e.id, e.version, e.data::text, e.created_at, e.updated_at, e.deleted
+            FROM (SELECT max(seq) FROM event) AS s(seq)
+            LEFT JOIN entity e ON (e.collection, e.id) IN (SELECT * FROM unnest(\(collections)::text[], \(ids)::text[]))
             """,
             logger: logger
         )
         var found: [EntityKey: Entity] = [:]
-        for entity in try await Self.entities(rows) { found[entity.key] = entity }
-        return found
+        var seq: Int64?
+        for try await (logSeq, collection, id, version, data, createdAt, updatedAt, deleted) in rows.decode(
+            (Int64?, String?, String?, Int64?, String?, String?, String?, Bool?).self
+        ) {
+            seq = logSeq
+            guard let collection, let id, let version, let data, let createdAt, let updatedAt, let deleted else { continue }
+            let entity = try Self.entity(collection, id, version, data, createdAt, updatedAt, deleted)
+            found[entity.key] = entity
+        }
+        return (found, seq)
     }
 
     func write(_ key: EntityKey, _ change: EntityChange, ifVersion: Int64?, idempotency: IdempotencyKey?) async throws -> WriteOutcome {
