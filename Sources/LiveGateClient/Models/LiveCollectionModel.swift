@@ -88,6 +88,6 @@ public final class LiveCollectionModel<Model: Decodable & Sendable> {
 
     private func refused(_ failure: any Error) {
         setIfChanged(self, \.loadingStatus, .error)
-        setIfChanged(self, \.error, failure as? LiveGateError ?? LiveGateError(code: nil, message: "\(failure)"))
+        setIfChanged(self, \.error, .describing(failure))
     }
 }

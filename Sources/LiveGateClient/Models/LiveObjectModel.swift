@@ -76,7 +76,7 @@ public final class LiveObjectModel<Model: Decodable & Sendable> {
 
     private func refused(_ failure: any Error) {
         setIfChanged(self, \.loadingStatus, .error)
-        setIfChanged(self, \.error, failure as? LiveGateError ?? LiveGateError(code: nil, message: "\(failure)"))
+        setIfChanged(self, \.error, .describing(failure))
     }
 }
 

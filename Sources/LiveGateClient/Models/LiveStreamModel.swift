@@ -50,7 +50,7 @@ public final class LiveStreamModel<Message: Codable & Sendable> {
                 self.token = token
                 self.isListening = true
             } catch {
-                self?.error = error as? LiveGateError ?? LiveGateError(code: nil, message: "\(error)")
+                self?.error = .describing(error)
             }
         }
     }

@@ -8,6 +8,11 @@ func setIfChanged<Root: AnyObject, Value: Equatable>(_ root: Root, _ keyPath: Re
 }
 
 extension LiveGateError {
+    /// `error` as a model's `error` property holds it: as it is when it is one, else described (`code` nil).
+    static func describing(_ error: any Error) -> LiveGateError {
+        error as? LiveGateError ?? LiveGateError(code: nil, message: "\(error)")
+    }
+
     /// Whether two errors say the same (errors are compared by what they tell a person and a program).
     func says(_ other: LiveGateError?) -> Bool {
         guard let other else { return false }
