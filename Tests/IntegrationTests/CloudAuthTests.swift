@@ -52,6 +52,31 @@ import Testing
         #expect(stats.refreshes == 1)
     }
 
+    /// The store names a token by its SHA-256 in hex, never by the token: the hashes are computed here with
+    /// Python's hashlib, apart from the code under test, and compared with the cloud's token table.
+    @Test func tokensAreStoredOnlyAsTheirSHA256() async throws {
+        // On SQLite whatever store the run tests (its table is read from the file); both stores key by the same hash.
+        let cluster = try await TestCluster.start(startDaemon: false, backend: .sqlite)
+        defer { cluster.stop() }
+        let login = #"{"username":"\#(TestCluster.username)","password":"\#(TestCluster.password)"}"#
+        let issued = try decode(LoginResponse.self, try await call(cluster, .POST, CloudPath.login, json: login).body)
+        let object = CloudPath.object(EntityKey(collection: "notes", id: "hash"))
+        #expect(try await call(cluster, .PUT, object, json: #"{"data":{"a":1}}"#, token: issued.accessToken).status == 201)
+        let script = """
+            import hashlib, sqlite3, sys
+            rows = {r[0]: r[1] for r in sqlite3.connect(sys.argv[1]).execute('select hash, kind from token')}
+            for token in sys.argv[2:]:
+                print(rows.get(hashlib.sha256(token.encode()).hexdigest(), 'missing'))
+            print(any(token in row for row in rows for token in sys.argv[2:]))
+            """
+        let result = try runToCompletion(
+            "/usr/bin/python3",
+            ["-c", script, cluster.directory + "/cloud.sqlite", issued.accessToken, issued.refreshToken],
+            includingErrors: false
+        )
+        #expect(result.output.split(separator: "\n") == ["access", "refresh", "False"], "\(result.output)")
+    }
+
     @Test func aUsersFileMayHoldBcryptHashes() async throws {
         // The hash of "correct horse battery staple" at cost 4: the password is never stored in clear.
         let cluster = try await TestCluster.start(startDaemon: false)
