@@ -72,7 +72,7 @@ public struct ReadObjectsRequest: Codable, Sendable {
 /// `POST /v1/objects/read` response body: one result per requested key, in the request's order.
 public struct ReadObjectsResponse: Codable, Sendable {
     public var results: [ReadObjectResult]
-    /// The event log's last sequence number as of the read (absent while the log is empty, and from clouds older
+    /// The event log's last sequence number as of the read (0 before the first event; absent from clouds older
     /// than it): the objects reflect every write up to it and none after, so a realtime subscription made later
     /// resumes from it (`since`) without missing a change.
     public var seq: Int64?

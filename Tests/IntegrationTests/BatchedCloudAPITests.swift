@@ -135,6 +135,10 @@ import Testing
             try await eventually("every object fresh", timeout: .seconds(30)) { fresh.data.withLock { $0.count } == count }
             print("batched: observed in \(observed), all fresh after \(ContinuousClock.now - started)")
             #expect(fresh.data.withLock { $0[EntityKey(collection: "items", id: "i7")] } == ["n": 7])
+            // Each object is read first and subscribed from its read: the subscriptions follow the data.
+            try await eventually("every object subscribed", timeout: .seconds(30)) {
+                try await cluster.stats().subscriptions.filter { $0.key.hasPrefix("object:items/") }.count == count
+            }
             let after = try await cluster.stats()
             let reads = after.readRequests - before.readRequests
             let messages = after.realtimeMessages - before.realtimeMessages

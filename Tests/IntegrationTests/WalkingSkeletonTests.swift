@@ -157,7 +157,7 @@ func change(
             _ = try await change(changes, "v2") { $0.snapshot?.version == 2 }
         }
         let stats = try await cluster.stats()
-        #expect(stats.fetches["notes/w1"] == 1, "writes do not cost fetches")
+        #expect(stats.fetches["notes/w1"] == 1, "writes do not cost fetches\n\(cluster.daemonLog)")
     }
 
     @Test func shutdownTellsClientsAndExitsCleanly() async throws {

@@ -157,7 +157,9 @@ final class RealtimeHub: Sendable {
         guard let head = registered else { return }
         let log: (events: [(seq: Int64, event: LoggedEvent)], oldest: Int64?)
         do {
-            log = try await store.events(of: topic, after: since, upTo: head)
+            // Nothing was published after `since`: nothing to replay, and no log to read (a burst of objects
+            // just read, each subscribed from its read, costs no query apiece).
+            log = since == head ? ([], nil) : try await store.events(of: topic, after: since, upTo: head)
         } catch {
             state.withLock { state in
                 state.replaying[subscription] = nil

@@ -234,7 +234,8 @@ final class SQLiteStore: CloudStore {
                 }
             }
             // The same read transaction: one snapshot of the objects and the log.
-            return (found, try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM event"))
+            // 0 before the first event: the log is pruned to its newest events, never to none.
+            return (found, try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(seq), 0) FROM event"))
         }
     }
 

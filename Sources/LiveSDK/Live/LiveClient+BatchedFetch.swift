@@ -16,8 +16,9 @@ extension LiveClient {
     /// How many fetch requests may be in flight at once.
     static let fetchRequestsInFlight = 2
 
-    /// A fetch's outcome: what the cloud said, and why the cache could not store it, if it could not.
-    typealias FetchOutcome = (result: Result<Entity?, LiveError>, storeFailure: LiveError?)
+    /// A fetch's outcome: what the cloud said, which event its read is as of (when it was read with the batched
+    /// read), and why the cache could not store it, if it could not.
+    typealias FetchOutcome = (result: Result<Entity?, LiveError>, readAt: Int64?, storeFailure: LiveError?)
 
     struct FetchWaiter {
         let key: EntityKey
@@ -27,15 +28,19 @@ extension LiveClient {
 
     /// The object as the cloud has it (see ``CloudClient/fetch(_:token:)``), fetched with others asked for
     /// at about the same time, and stored in the cache with `checkpoint` (the object topic's sequence number
-    /// as of before the fetch); also why it could not be stored, if it could not. Cancelling the waiting
-    /// task ends its wait (the batch goes on for the others).
-    func batchedFetch(_ key: EntityKey, checkpoint: (topic: String, seq: Int64)?) async throws(LiveError) -> (Entity?, LiveError?) {
+    /// as of before the fetch; without one, as of the read); also which event the read is as of (without a
+    /// checkpoint, always known from a cloud that says it) and why it could not be stored, if it could not.
+    /// Cancelling the waiting task ends its wait (the batch goes on for the others).
+    func batchedFetch(
+        _ key: EntityKey,
+        checkpoint: (topic: String, seq: Int64)?
+    ) async throws(LiveError) -> (entity: Entity?, readAt: Int64?, storeFailure: LiveError?) {
         nextFetchWaiter += 1
         let id = nextFetchWaiter
         let outcome = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<FetchOutcome, Never>) in
                 guard !Task.isCancelled else {
-                    continuation.resume(returning: (.failure(Self.fetchCancelled(key)), nil))
+                    continuation.resume(returning: (.failure(Self.fetchCancelled(key)), nil, nil))
                     return
                 }
                 fetchWaiters[id] = FetchWaiter(key: key, checkpoint: checkpoint, continuation: continuation)
@@ -45,7 +50,7 @@ extension LiveClient {
         } onCancel: {
             Task { await self.cancelFetch(id) }
         }
-        return (try outcome.result.get(), outcome.storeFailure)
+        return (try outcome.result.get(), outcome.readAt, outcome.storeFailure)
     }
 
     private static func fetchCancelled(_ key: EntityKey) -> LiveError {
@@ -54,7 +59,7 @@ extension LiveClient {
 
     private func cancelFetch(_ id: Int) {
         guard let waiter = fetchWaiters.removeValue(forKey: id) else { return }
-        waiter.continuation.resume(returning: (.failure(Self.fetchCancelled(waiter.key)), nil))
+        waiter.continuation.resume(returning: (.failure(Self.fetchCancelled(waiter.key)), nil, nil))
     }
 
     private func startFetchRequests() {
@@ -112,9 +117,9 @@ extension LiveClient {
                 guard let waiter = fetchWaiters.removeValue(forKey: id) else { continue }  // cancelled meanwhile
                 let result = results[key] ?? .failure(Self.fetchCancelled(key))
                 if case .success = result {
-                    waiter.continuation.resume(returning: (result, storeFailure))
+                    waiter.continuation.resume(returning: (result, readAt, storeFailure))
                 } else {
-                    waiter.continuation.resume(returning: (result, nil))
+                    waiter.continuation.resume(returning: (result, nil, nil))
                 }
             }
         }

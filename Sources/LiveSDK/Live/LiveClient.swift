@@ -319,9 +319,12 @@ public actor LiveClient {
         return token
     }
 
-    /// Subscribes the object's topic, then fetches it (in that order, so no change can fall between). When
-    /// the cache holds a checkpoint for the topic (a previous run saw its events up to there), the
-    /// subscription resumes from it instead: the cloud replays what was missed and no fetch is needed.
+    /// Reads the object, then subscribes its topic from the read: the cloud replays what changed since, so no
+    /// change falls between (see ``RealtimeConnection/acquire(_:readAsOf:)``). A burst of new observations is
+    /// thus read at once, in batches as large as the cloud takes, each subscription made after. When the cache
+    /// holds a checkpoint for the topic (a previous run saw its events up to there), the subscription resumes
+    /// from it instead: the cloud replays what was missed and no fetch is needed. A topic still held (it
+    /// lingers after an observation just ended) is subscribed already: the fetch reads as of its last event.
     private func activate(_ key: EntityKey) async {
         guard observations[key] != nil else { return }
         let topic = Topic.object(key)
@@ -334,6 +337,10 @@ public actor LiveClient {
             } catch {
                 logger.error("reading a checkpoint failed", metadata: ["key": "\(key)", "error": "\(error)"])
             }
+        }
+        if checkpoint == nil, !(await realtime.holds(topic)) {
+            await refresh(key, subscribingFromTheRead: true)
+            return
         }
         if checkpoint != nil {
             awaitingCatchUp.insert(key)
@@ -353,8 +360,9 @@ public actor LiveClient {
 
     /// Fetches the object; on failure retries with backoff for as long as it is observed, so observers
     /// converge once the cloud answers again. One fetch per object at a time; a refresh asked for while
-    /// one runs makes it fetch once more.
-    private func refresh(_ key: EntityKey) async {
+    /// one runs makes it fetch once more. `subscribingFromTheRead`: the topic is not subscribed yet, and the
+    /// first successful read subscribes it from there (see ``activate(_:)``).
+    private func refresh(_ key: EntityKey, subscribingFromTheRead: Bool = false) async {
         guard let observation = observations[key] else { return }
         guard !fetching.contains(key) else {
             refetchWanted.insert(key)
@@ -363,6 +371,7 @@ public actor LiveClient {
         fetching.insert(key)
         defer { fetching.remove(key) }
         var failures = 0
+        var subscribeAfterRead = subscribingFromTheRead
         while observations[key] === observation {
             refetchWanted.remove(key)
             // `loading` once: a retry after a failure stays `error` until it succeeds, rather than telling
@@ -374,7 +383,7 @@ public actor LiveClient {
                 let baseline = await realtime.lastSeq(of: .object(key))
                 let checkpoint = baseline.map { (topic: Topic.object(key).description, seq: $0) }
                 // Stored in the cache with its checkpoint by the fetch, with the rest of its batch.
-                let (entity, storeFailure) = try await batchedFetch(key, checkpoint: checkpoint)
+                let (entity, readAt, storeFailure) = try await batchedFetch(key, checkpoint: checkpoint)
                 if let storeFailure {
                     // The observers get what the cloud said all the same: a cache that cannot store (a full
                     // disk) costs the next start a fetch, not this observation its data.
@@ -384,6 +393,10 @@ public actor LiveClient {
                 readOutcome(key.collection, nil)
                 await cacheStored(1)
                 failures = 0
+                if subscribeAfterRead, observations[key] === observation {
+                    subscribeAfterRead = false
+                    if !(await subscribe(key, readAt: readAt)) { refetchWanted.insert(key) }
+                }
                 if !refetchWanted.contains(key) { break }
             } catch {
                 failures += 1
@@ -403,6 +416,31 @@ public actor LiveClient {
         // one): the new one asked for a fetch and was told one runs. It gets its own.
         if observations[key] !== observation, observations[key] != nil, refetchWanted.remove(key) != nil {
             commandSink.yield(.refresh(key))
+        }
+    }
+
+    /// Subscribes the topic of an object just read as of event `readAt`, from there. Until the cloud has
+    /// replayed what changed since the read, its changes update the state silently and are told once caught up
+    /// (as after a resumption): a newer version brought meanwhile by a collection topic is not taken for a gap.
+    /// Returns whether the read stands; `false` when it must be read again (the cloud could not resume from it,
+    /// refused the subscription, or did not say what the read was as of).
+    private func subscribe(_ key: EntityKey, readAt: Int64?) async -> Bool {
+        let topic = Topic.object(key)
+        guard let readAt else {
+            _ = await realtime.acquire(topic, since: nil)
+            return false
+        }
+        awaitingCatchUp.insert(key)
+        observations[key]?.apply { state in
+            state.resumeStarted()
+            return nil
+        }
+        let outcome = await realtime.acquire(topic, readAsOf: readAt)
+        if case .resumed = outcome { return true }  // caughtUp follows the replay
+        if awaitingCatchUp.remove(key) != nil { observations[key]?.apply { $0.resumeAbandoned() } }
+        switch outcome {
+        case .resumed, .deferred: return true
+        case .readAgain, .refused: return false
         }
     }
 

@@ -153,6 +153,50 @@ actor RealtimeConnection {
         return .subscribed
     }
 
+    /// Whether `topic` is held or lingers (subscribed, or to be subscribed on connect).
+    func holds(_ topic: Topic) -> Bool { machine.wants(topic) }
+
+    /// What ``acquire(_:readAsOf:)`` did.
+    enum ReadSubscription: Sendable {
+        /// Subscribed from the read: every event after it follows (the missed ones replayed), then
+        /// ``RealtimeEvent/caughtUp(_:)``.
+        case resumed
+        /// The link is down: the topic is subscribed on connect, resuming from the read, and named in
+        /// ``RealtimeEvent/connected(needRefresh:refused:)`` if the cloud cannot resume it.
+        case deferred
+        /// Subscribed, but the cloud could not resume from the read (or the topic was held already): what
+        /// changed since the read may be missed, so read it again.
+        case readAgain
+        /// The cloud refused: no reference is held.
+        case refused(RealtimeServerMessage)
+    }
+
+    /// Takes the first reference on `topic` for an object just read as of event `seq` (the cloud's batched read
+    /// says which): its subscription resumes from the read, so the cloud replays what changed since, and the
+    /// read needed no subscription before it (a burst of new observations is read in large batches at once,
+    /// rather than each after its own subscription's answer).
+    func acquire(_ topic: Topic, readAsOf seq: Int64) async -> ReadSubscription {
+        guard !machine.wants(topic) else {
+            if case .refused(let answer) = await acquire(topic, since: nil) { return .refused(answer) }
+            return .readAgain
+        }
+        lastSeq[topic] = seq
+        guard machine.acquire(topic) else { return .deferred }
+        subscribing[topic] = []
+        let answer = await send(.subscribe, topic, since: seq)
+        for waiter in subscribing.removeValue(forKey: topic) ?? [] { waiter.resume() }
+        guard let answer else { return .deferred }  // the link went down: resubscribed on connect, from `seq`
+        if answer.op == .error {
+            machine.abandon(topic)
+            lastSeq[topic] = nil
+            lastEventSeq[topic] = nil
+            return .refused(answer)
+        }
+        if answer.resync != true, answer.replayed != nil { return .resumed }
+        if let head = answer.seq { lastSeq[topic] = max(lastSeq[topic] ?? 0, head) }
+        return .readAgain
+    }
+
     /// Reads of `topics` made as of event `seq` while their subscriptions had no baseline (the link was down or
     /// still connecting): each subscription made when the link is up resumes from its topic's first such read,
     /// so the cloud replays what changed after it (with continuity proven) instead of the engine fetching again

@@ -170,13 +170,14 @@ final class PostgresStore: CloudStore {
 
     func get(_ keys: [EntityKey]) async throws -> (found: [EntityKey: Entity], seq: Int64?) {
         // One statement, one snapshot of the objects and the log: the keys as two parallel arrays, joined to the
-        // log's last seq (a row with no entity when none of the keys exists).
+        // log's last seq (a row with no entity when none of the keys exists; 0 before the first event: the log is
+        // pruned to its newest events, never to none, so an empty log has had none).
         let collections = keys.map(\.collection)
         let ids = keys.map(\.id)
         let rows = try await client.query(
             """
             SELECT s.seq, e.collection, e.id, e.version, e.data::text, e.created_at, e.updated_at, e.deleted
-            FROM (SELECT max(seq) FROM event) AS s(seq)
+            FROM (SELECT coalesce(max(seq), 0)::bigint FROM event) AS s(seq)
             LEFT JOIN entity e ON (e.collection, e.id) IN (SELECT * FROM unnest(\(collections)::text[], \(ids)::text[]))
             """,
             logger: logger
