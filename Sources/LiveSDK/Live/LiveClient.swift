@@ -6,6 +6,7 @@ import LiveJSON
 import Logging
 import NIOCore
 import NIOPosix
+import Synchronization
 
 /// What the engine needs to run.
 public struct LiveSDKConfiguration: Sendable {
@@ -119,6 +120,8 @@ public actor LiveClient {
     var nextRetryPause = 0
     // What the cloud lets the session's user read (see LiveClient+Permissions.swift).
     var collectionsReadable: Set<String> = []
+    /// ``collectionsReadable`` as of its last change, for ``checkReadable(collection:)`` to answer without a hop.
+    nonisolated let knownReadable = Mutex<Set<String>>([])
     var collectionRefusals: [String: LiveError] = [:]
     var readabilityProbes: [String: Task<LiveError?, Never>] = [:]
     // Streams (see LiveClient+Streams.swift).
