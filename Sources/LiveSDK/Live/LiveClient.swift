@@ -341,7 +341,9 @@ public actor LiveClient {
                 logger.error("reading a checkpoint failed", metadata: ["key": "\(key)", "error": "\(error)"])
             }
         }
-        if checkpoint == nil, !(await realtime.holds(topic)) {
+        // Not while an earlier observation's fetch of the object still runs (it was released and observed anew):
+        // this one would only be told to fetch again after it, and its topic would never be subscribed.
+        if checkpoint == nil, !(await realtime.holds(topic)), !fetching.contains(key) {
             await refresh(key, subscribingFromTheRead: true)
             return
         }

@@ -1,0 +1,39 @@
+// Licensed under the Apache License, Version 2.0.
+
+import LiveCloudAPI
+import LiveJSON
+import Testing
+
+@testable import LiveSDK
+
+/// A new observation reads its object first, then subscribes its topic from the read (see `LiveClient.activate`).
+@Suite(.serialized) struct ReadThenSubscribeTests {
+    /// Observed, released while its read is held up by the cloud, and observed anew before that read is answered:
+    /// the new observation's topic is subscribed all the same, so it hears a later change. (It was not: the new
+    /// observation was told to fetch after the old one's fetch, and a fetch alone subscribes nothing.)
+    @Test func anObjectObservedAgainWhileItsFirstReadRunsIsSubscribed() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false)
+        defer { cluster.stop() }
+        let token = try await cluster.login()
+        try await cluster.put("posts", "r1", ["n": 1], token: token)
+        let key = EntityKey(collection: "posts", id: "r1")
+        try await withEngine(cluster) { engine in
+            try await eventually("the engine's realtime link") { await engine.connectionStatus == .connected }
+            try await cluster.fault(#"{"delayRequestsMs":600}"#)
+            let first = await engine.object(collection: "posts", id: "r1").observe { _ in }
+            try await eventually("the first observation's read sent") { await !engine.fetchWaiters.isEmpty }
+            first.invalidate()
+            try await eventually("the first observation released") { await engine.observations[key] == nil }
+            let changes = Received<LiveObjectChange>()
+            let second = await engine.object(collection: "posts", id: "r1").observe { changes.add($0) }
+            try await cluster.fault(#"{"delayRequestsMs":0}"#)
+            try await changes.wait(for: "fresh v1") { $0.last?.dataStatus == .fresh && $0.last?.snapshot?.version == 1 }
+            try await eventually("the object's topic subscribed") {
+                try await cluster.stats().subscriptions["object:posts/r1"] == 1
+            }
+            try await cluster.put("posts", "r1", ["n": 2], token: token)
+            try await changes.wait(for: "v2, heard live") { $0.last?.snapshot?.version == 2 }
+            withExtendedLifetime(second) {}
+        }
+    }
+}
