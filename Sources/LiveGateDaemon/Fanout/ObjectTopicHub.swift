@@ -18,6 +18,8 @@ final class ObjectTopicHub: Sendable {
 
     private let engine: LiveClient
     private let topics = Mutex<[EntityKey: ObjectTopic]>([:])
+    /// New topics whose engine observation is yet to start, and whether a task is starting them.
+    private let pendingStarts = Mutex<(topics: [ObjectTopic], running: Bool)>(([], false))
     private let logger: Logger
 
     init(engine: LiveClient, logger: Logger) {
@@ -59,24 +61,51 @@ final class ObjectTopicHub: Sendable {
                 topics.withLock { if $0[key] === topic { $0[key] = nil } }
                 continue
             }
-            if isNew {
-                // Not awaited: the engine's observation starts (its cache reads, then a fetch and a
-                // subscription batched with others) while the connection goes on to its next request, so a
-                // client's pipelined observations of many objects are not served one after another. The
-                // token's first notification comes when the engine emits it (its answer was queued first).
-                let engine = self.engine
-                Task {
-                    let sdkToken = await engine.object(collection: key.collection, id: key.id).observe { change in
-                        topic.emit(change)
-                    }
-                    topic.attach(sdkToken)
-                }
-            }
+            if isNew { startObserving(topic) }
             return Subscription(topic: topic, subscriberID: id)
         }
     }
 
     /// Ends a token's subscription; the last token of a topic releases its SDK observation.
+    /// Starts the engine's observation of a new topic. Not awaited: the observation starts (its cache reads,
+    /// then a read and a subscription batched with others) while the connection goes on to its next request, so
+    /// a client's pipelined observations of many objects are not served one after another. The token's first
+    /// notification comes when the engine emits it (its answer was queued first).
+    ///
+    /// The topics made while a start runs wait for it, and it takes them all to the engine's loop in one hand-off,
+    /// where each observation's task runs from then on: a task apiece on the cooperative pool cost two thread
+    /// hand-offs per new object (there and back).
+    private func startObserving(_ topic: ObjectTopic) {
+        let first = pendingStarts.withLock { pending in
+            pending.topics.append(topic)
+            defer { pending.running = true }
+            return !pending.running
+        }
+        guard first else { return }
+        Task(executorPreference: engine.taskExecutor) { await self.startPending() }
+    }
+
+    private func startPending() async {
+        let engine = self.engine
+        while true {
+            let topics = pendingStarts.withLock { pending in
+                defer { pending.topics.removeAll() }
+                if pending.topics.isEmpty { pending.running = false }
+                return pending.topics
+            }
+            guard !topics.isEmpty else { return }
+            for topic in topics {
+                Task(executorPreference: engine.taskExecutor) {
+                    let sdkToken = await engine.object(collection: topic.key.collection, id: topic.key.id).observe { change in
+                        topic.emit(change)
+                    }
+                    topic.attach(sdkToken)
+                }
+            }
+            await Task.yield()  // the loop's other work (answers, fetches) between batches
+        }
+    }
+
     func unsubscribe(_ subscription: Subscription) {
         guard subscription.topic.remove(subscription.subscriberID) else { return }
         topics.withLock { topics in

@@ -193,6 +193,10 @@ public actor LiveClient {
         (outboxSignals, outboxSignal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
+    /// The engine's loop as a task executor: a task that prefers it and calls the engine (an observation, a write)
+    /// runs on the engine's thread, with no hand-off to it and back.
+    public nonisolated var taskExecutor: any TaskExecutor { engineLoop.taskExecutor }
+
     /// A handle on one object. Cheap; observing it is what costs.
     public nonisolated func object(collection: String, id: String) -> LiveObject {
         LiveObject(client: self, key: EntityKey(collection: collection, id: id))
