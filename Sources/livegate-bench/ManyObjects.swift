@@ -49,22 +49,31 @@ extension Bench {
         // From nothing: every token gets the cloud's answer.
         let before = try await cloudStats(base)
         let rssBefore = daemon.child.residentKiB
+        let observed = ContinuousClock.now
         let (fresh, first) = try await timeObservations(count, socket: daemon.socket, greeting: hello + observes, marker: loaded, keepOpen: true)
-        let after = try await cloudStats(base)
         let rssAfter = daemon.child.residentKiB
+        // Each object is read first, then its topic subscribed from the read: the subscriptions follow the answers.
+        var after = try await cloudStats(base)
+        while after.subscriptions.keys.count(where: { $0.hasPrefix("object:many/") }) < count {
+            guard ContinuousClock.now - observed < .seconds(600) else { throw BenchError("the daemon did not subscribe every object") }
+            try await Task.sleep(for: .milliseconds(50))
+            after = try await cloudStats(base)
+        }
+        let subscribed = ContinuousClock.now - observed
         // What stays once the burst's transient memory (parsed requests, queued answers, tasks in flight) is
-        // given back: the daemon trims its allocator after 2 s idle. Sampled until it stops falling (at most 8 s).
+        // given back: the daemon trims its allocator once idle for 2 s (sampled each second). The least of 12
+        // samples over the next 6 s.
         var rssSettled = rssAfter
-        for _ in 0..<16 {
+        for _ in 0..<12 {
             try await Task.sleep(for: .milliseconds(500))
-            let now = daemon.child.residentKiB
-            if now >= rssSettled && rssSettled < rssAfter { break }
-            rssSettled = min(rssSettled, now)
+            rssSettled = min(rssSettled, daemon.child.residentKiB)
         }
         let reads = after.readRequests - before.readRequests
         let messages = after.realtimeMessages - before.realtimeMessages
         say(
-            "  all fresh after \(format(fresh.all)) ms (first \(format(fresh.first)) ms); upstream \(reads) read requests and \(messages) realtime messages "
+            "  all fresh after \(format(fresh.all)) ms (first \(format(fresh.first)) ms), all subscribed after "
+                + "\(format(Double(subscribed.components.seconds) * 1000 + Double(subscribed.components.attoseconds) / 1e15)) ms; "
+                + "upstream \(reads) read requests and \(messages) realtime messages "
                 + "(\(String(format: "%.1f", Double(count) / Double(max(1, reads + messages)))) new objects per request)"
         )
         say(
