@@ -15,6 +15,10 @@ import LiveJSON
 ///   that includes the events other instances commit;
 /// - the log keeps at least the last `eventRetention` events.
 protocol CloudStore: Sendable {
+    /// Whether other instances may use the same storage (PostgreSQL): then they may revoke a token this one
+    /// honoured, and only the store knows. A SQLite file has one instance.
+    var isShared: Bool { get }
+
     /// Object writes decided and the transactions they shared, since the store opened (``GroupCommit``).
     var writesCommitted: (transactions: Int, writes: Int) { get }
 

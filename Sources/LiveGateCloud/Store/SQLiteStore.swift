@@ -13,6 +13,7 @@ import LiveJSON
 /// survives a power loss, not only a crash of the process. Object writes share commits (``GroupCommit``),
 /// which is what keeps that sync from bounding the write rate.
 final class SQLiteStore: CloudStore {
+    let isShared = false
     let pool: DatabasePool
     let onCommit: @Sendable (_ seq: Int64, _ event: LoggedEvent) -> Void
     /// How many events the log keeps; older ones are pruned (a subscriber resuming from before them is told to resync).

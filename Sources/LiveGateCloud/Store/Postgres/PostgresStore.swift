@@ -20,6 +20,7 @@ import PostgresNIO
 /// other instances' alike, one path for both. After (re)connecting it reads what it missed before
 /// listening again, so a dropped database connection delays events but loses none.
 final class PostgresStore: CloudStore {
+    let isShared = true
     let client: PostgresClient
     let logger: Logger
     /// How many events the log keeps; older ones are pruned (a subscriber resuming from before them is told to resync).
