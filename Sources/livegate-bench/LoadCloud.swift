@@ -54,6 +54,24 @@ final class LoadCloud: Sendable {
             let body = ByteBuffer(string: self.entityJSON(id: id, version: version, t: 0))
             return Response(status: .ok, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: body))
         }
+        // The batched read (what the engine reads a new observation's object with), as of the last event.
+        router.post(RouterPath(CloudPath.readObjects)) { request, _ -> Response in
+            let read = try JSONDecoder().decode(ReadObjectsRequest.self, from: Data(try await request.body.collect(upTo: 1 << 20).readableBytesView))
+            let (versions, seq) = self.state.withLock { state in
+                let versions = read.keys.map { key -> Int64 in
+                    if state.versions[key.id] == nil { state.versions[key.id] = 1 }
+                    return state.versions[key.id]!
+                }
+                return (versions, state.seq)
+            }
+            let results = zip(read.keys, versions).map { key, version in
+                key.collection == Self.collection
+                    ? #"{"collection":"bench","entity":\#(self.entityJSON(id: key.id, version: version, t: 0)),"id":"\#(key.id)"}"#
+                    : #"{"collection":"\#(key.collection)","error":{"code":"not_found","message":"no such object"},"id":"\#(key.id)"}"#
+            }
+            let body = ByteBuffer(string: #"{"results":[\#(results.joined(separator: ","))],"seq":\#(seq)}"#)
+            return Response(status: .ok, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: body))
+        }
         router.ws(RouterPath(CloudPath.realtime)) { _, _ in
             .upgrade([:])
         } onUpgrade: { inbound, outbound, _ in
@@ -68,10 +86,23 @@ final class LoadCloud: Sendable {
                 group.addTask { for await text in messages { try await outbound.write(.text(text)) } }
                 for try await message in inbound.messages(maxSize: 1 << 20) {
                     guard case .text(let text) = message,
-                        let request = try? JSONDecoder().decode(RealtimeClientMessage.self, from: Data(text.utf8))
+                        let frame = try? JSONDecoder().decode(RealtimeClientFrame.self, from: Data(text.utf8))
                     else { continue }
-                    let seq = self.state.withLock { $0.seq }
-                    sink.yield(#"{"op":"ack","ref":\#(request.ref),"seq":\#(seq)}"#)
+                    let requests =
+                        switch frame {
+                        case .single(let request): [request]
+                        case .batch(let requests): requests
+                        }
+                    for request in requests {
+                        let seq = self.state.withLock { $0.seq }
+                        // No log to replay from: a subscription from the last event resumes with nothing to replay,
+                        // one from before it is told to resync.
+                        switch request.since {
+                        case nil: sink.yield(#"{"op":"ack","ref":\#(request.ref),"seq":\#(seq)}"#)
+                        case seq?: sink.yield(#"{"op":"ack","ref":\#(request.ref),"replayed":0,"seq":\#(seq)}"#)
+                        default: sink.yield(#"{"op":"ack","ref":\#(request.ref),"resync":true,"seq":\#(seq)}"#)
+                        }
+                    }
                 }
                 sink.finish()
                 group.cancelAll()
