@@ -79,6 +79,10 @@ import Testing
         try await cluster.put("notes", "g1", ["v": 2], token: token)
         try await cluster.put("notes", "g1", ["v": 3], token: token)
         try await cluster.startDaemon()
+        // With the link up, the observation resumes from its checkpoint and the replay (v2, v3) is told once, as
+        // v3. (Observed while the link still connects, it is fetched instead, and the replay that follows when the
+        // link comes up may show v2 before the fetch's answer: every version in order, no skip to tell.)
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
         let seen = try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "checkpoint") { daemon in
             let queue = Queue(try await daemon.observeObject(collection: "notes", id: "g1", sinceVersion: 1).changes)
             return try await elements(queue, until: "v3") { $0.snapshot?.version == 3 && $0.dataStatus == .fresh }
