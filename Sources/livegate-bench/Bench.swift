@@ -143,8 +143,7 @@ struct Bench: AsyncParsableCommand {
             try await measureMemory(fresh)
         }
         if !skipEndToEnd {
-            let row = try await measureEndToEnd(directory: directory + "/e2e", bin: bin)
-            printTable([row])
+            printTable(try await measureEndToEnd(directory: directory + "/e2e", bin: bin))
         }
         if !skipManyObjects { try await measureManyObjects(directory: directory, bin: bin) }
     }
@@ -201,7 +200,8 @@ struct Bench: AsyncParsableCommand {
         burst: Int,
         rate: Int,
         process: Child? = nil,
-        publish: @Sendable () async throws -> Void
+        burstWriters: Int = 1,
+        publish: @escaping @Sendable () async throws -> Void
     ) async throws -> Row {
         let n = pool.receptions.count
         let cpuBefore = process?.cpuSeconds
@@ -209,7 +209,18 @@ struct Bench: AsyncParsableCommand {
         // Throughput: a burst as fast as the sender can go.
         for reception in pool.receptions { reception.reset(recordLatencies: false) }
         let start = DispatchTime.now().uptimeNanoseconds
-        for _ in 0..<burst { try await publish() }
+        if burstWriters > 1 {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for writer in 0..<burstWriters {
+                    group.addTask { for _ in stride(from: writer, to: burst, by: burstWriters) { try await publish() } }
+                }
+                try await group.waitForAll()
+            }
+        } else {
+            for _ in 0..<burst { try await publish() }
+        }
+        let published = Double(DispatchTime.now().uptimeNanoseconds &- start) / 1e9
+        say("  \(system), N=\(n): the burst sent at \(Int(Double(burst) / published))/s by \(burstWriters) writer(s)")
         let burstDelivered = try await settle(pool, expected: n * burst)
         let last = pool.receptions.map(\.lastAt).max() ?? start
         let deliveriesPerSecond = Double(burstDelivered) / (Double(last &- start) / 1e9)
@@ -373,7 +384,9 @@ struct Bench: AsyncParsableCommand {
         return (cloud, base, try JSONDecoder().decode(LoginResponse.self, from: login).accessToken)
     }
 
-    func measureEndToEnd(directory: String, bin: String) async throws -> Row {
+    /// Two rows: writes one after another, then 64 writers at once (group commit shares their transactions;
+    /// `HTTPClient.shared` carries them on its 8 connections to the cloud).
+    func measureEndToEnd(directory: String, bin: String) async throws -> [Row] {
         let (cloud, base, access) = try await startCloud(directory: directory, bin: bin)
         defer { cloud.stop() }
         let padding = String(repeating: "x", count: max(0, payloadBytes - 40))
@@ -393,7 +406,7 @@ struct Bench: AsyncParsableCommand {
         defer { Task { await pool.close() } }
 
         // Writes one after the other (each a committed SQLite transaction), then 200 writes/s.
-        return try await measure(
+        let oneWriter = try await measure(
             "livegated + livegate-cloud (SQLite), end to end from the REST write",
             pool: pool,
             burst: 500,
@@ -401,6 +414,16 @@ struct Bench: AsyncParsableCommand {
             process: daemon.child,
             publish: put
         )
+        let manyWriters = try await measure(
+            "livegated + livegate-cloud (SQLite), end to end from the REST write, 64 writers",
+            pool: pool,
+            burst: 4000,
+            rate: 500,
+            process: daemon.child,
+            burstWriters: 64,
+            publish: put
+        )
+        return [oneWriter, manyWriters]
     }
 
     func httpJSON(_ method: HTTPMethod, _ url: String, _ body: String, token: String?) async throws -> Data {
