@@ -66,7 +66,6 @@ final class ObjectTopicHub: Sendable {
         }
     }
 
-    /// Ends a token's subscription; the last token of a topic releases its SDK observation.
     /// Starts the engine's observation of a new topic. Not awaited: the observation starts (its cache reads,
     /// then a read and a subscription batched with others) while the connection goes on to its next request, so
     /// a client's pipelined observations of many objects are not served one after another. The token's first
@@ -106,6 +105,7 @@ final class ObjectTopicHub: Sendable {
         }
     }
 
+    /// Ends a token's subscription; the last token of a topic releases its SDK observation.
     func unsubscribe(_ subscription: Subscription) {
         guard subscription.topic.remove(subscription.subscriberID) else { return }
         topics.withLock { topics in

@@ -135,11 +135,29 @@ actor RealtimeConnection {
             if subscribing[topic] != nil { await withCheckedContinuation { subscribing[topic, default: []].append($0) } }
             return .subscribed
         }
-        let resumeFrom = since.flatMap { _ in lastSeq[topic] }
+        switch await subscribe(topic, from: since.flatMap { _ in lastSeq[topic] }) {
+        case .noAnswer, .notResumed: return .subscribed
+        case .resumed: return .resumed
+        case .refused(let answer): return .refused(answer)
+        }
+    }
+
+    private enum SubscribeAnswer {
+        /// The link went down first: the topic is subscribed on connect.
+        case noAnswer
+        case resumed
+        /// Subscribed from the cloud's head (no resumption asked for, or continuity not proven).
+        case notResumed
+        case refused(RealtimeServerMessage)
+    }
+
+    /// Sends the `subscribe` of a topic just acquired first (resuming from `resumeFrom`), holding later acquirers
+    /// until the cloud answers, and takes in the answer.
+    private func subscribe(_ topic: Topic, from resumeFrom: Int64?) async -> SubscribeAnswer {
         subscribing[topic] = []
         let answer = await send(.subscribe, topic, since: resumeFrom)
         for waiter in subscribing.removeValue(forKey: topic) ?? [] { waiter.resume() }
-        guard let answer else { return .subscribed }
+        guard let answer else { return .noAnswer }
         if answer.op == .error {
             machine.abandon(topic)
             lastSeq[topic] = nil
@@ -150,7 +168,7 @@ actor RealtimeConnection {
             if resumeFrom != nil && answer.resync != true && answer.replayed != nil { return .resumed }
             lastSeq[topic] = max(lastSeq[topic] ?? 0, seq)
         }
-        return .subscribed
+        return .notResumed
     }
 
     /// Whether `topic` is held or lingers (subscribed, or to be subscribed on connect).
@@ -182,19 +200,12 @@ actor RealtimeConnection {
         }
         lastSeq[topic] = seq
         guard machine.acquire(topic) else { return .deferred }
-        subscribing[topic] = []
-        let answer = await send(.subscribe, topic, since: seq)
-        for waiter in subscribing.removeValue(forKey: topic) ?? [] { waiter.resume() }
-        guard let answer else { return .deferred }  // the link went down: resubscribed on connect, from `seq`
-        if answer.op == .error {
-            machine.abandon(topic)
-            lastSeq[topic] = nil
-            lastEventSeq[topic] = nil
-            return .refused(answer)
+        switch await subscribe(topic, from: seq) {
+        case .noAnswer: return .deferred  // the link went down: resubscribed on connect, from `seq`
+        case .resumed: return .resumed
+        case .notResumed: return .readAgain
+        case .refused(let answer): return .refused(answer)
         }
-        if answer.resync != true, answer.replayed != nil { return .resumed }
-        if let head = answer.seq { lastSeq[topic] = max(lastSeq[topic] ?? 0, head) }
-        return .readAgain
     }
 
     /// Reads of `topics` made as of event `seq` while their subscriptions had no baseline (the link was down or
