@@ -312,17 +312,7 @@ final class CacheStore: Sendable {
     func storeNow(_ entity: Entity, checkpoint: (topic: String, seq: Int64)? = nil) throws(LiveError) -> Bool {
         do {
             let current = try pool.write { db in
-                var current = try Self.upsert(entity, in: db)
-                if !current {
-                    // Not stored: the cache holds this version already (the same write heard on another topic),
-                    // or a newer one.
-                    let held = try Int64.fetchOne(
-                        db,
-                        sql: "SELECT version FROM entity WHERE collection = ? AND id = ?",
-                        arguments: [entity.collection, entity.id]
-                    )
-                    current = (held ?? 0) <= entity.version
-                }
+                let current = try Self.storeNewest(entity, in: db)
                 if let checkpoint { try Self.saveCheckpoint(checkpoint.topic, checkpoint.seq, in: db) }
                 return current
             }
@@ -331,6 +321,38 @@ final class CacheStore: Sendable {
         } catch {
             throw monitor.failure(error, doing: "writing \(entity.key) to the cache", path: path)
         }
+    }
+
+    /// ``storeNow(_:checkpoint:)`` for many events in one transaction, in order: whether each entity is the
+    /// newest copy the cache knows once the ones before it are stored.
+    func storeNow(_ entities: [(entity: Entity, checkpoint: (topic: String, seq: Int64)?)]) throws(LiveError) -> [Bool] {
+        guard !entities.isEmpty else { return [] }
+        do {
+            let current = try pool.write { db in
+                try entities.map { item in
+                    let current = try Self.storeNewest(item.entity, in: db)
+                    if let checkpoint = item.checkpoint { try Self.saveCheckpoint(checkpoint.topic, checkpoint.seq, in: db) }
+                    return current
+                }
+            }
+            monitor.success(path)
+            return current
+        } catch {
+            throw monitor.failure(error, doing: "writing \(entities.count) objects to the cache", path: path)
+        }
+    }
+
+    /// Writes `entity` in `db` unless it holds the same or a higher version; returns whether `entity` is then
+    /// the newest copy held (stored now, or the same version held already).
+    private static func storeNewest(_ entity: Entity, in db: Database) throws -> Bool {
+        if try upsert(entity, in: db) { return true }
+        // Not stored: the cache holds this version already (the same write heard on another topic), or a newer one.
+        let held = try Int64.fetchOne(
+            db,
+            sql: "SELECT version FROM entity WHERE collection = ? AND id = ?",
+            arguments: [entity.collection, entity.id]
+        )
+        return (held ?? 0) <= entity.version
     }
 
     /// The sequence number up to which the cache holds every event of `topic`, if it was recorded.

@@ -75,7 +75,7 @@ public actor LiveClient {
     /// The loop the engine runs on (see ``EngineLoop``).
     let engineLoop: EngineLoop
     public nonisolated var unownedExecutor: UnownedSerialExecutor { engineLoop.serialExecutor }
-    private let realtimeEvents: AsyncStream<RealtimeEvent>
+    private let realtimeEvents: RealtimeEventQueue
     private let commands: AsyncStream<Command>
     let commandSink: AsyncStream<Command>.Continuation
     var observations: [EntityKey: SharedObjectObservation] = [:]
@@ -178,14 +178,13 @@ public actor LiveClient {
         cacheMaxEntities = configuration.cacheMaxEntities.map { max(1, $0) }
         cloud = CloudClient(baseURL: configuration.cloudURL)
         session = Session(credentials: configuration.credentials, cloud: cloud, logger: logger)
-        let (events, eventSink) = AsyncStream.makeStream(of: RealtimeEvent.self)
-        realtimeEvents = events
+        realtimeEvents = RealtimeEventQueue()
         engineLoop = EngineLoop(group: configuration.eventLoopGroup)
         realtime = RealtimeConnection(
             cloudURL: configuration.cloudURL,
             session: session,
             logger: logger,
-            events: eventSink,
+            events: realtimeEvents,
             linger: configuration.topicLinger,
             engineLoop: engineLoop
         )
@@ -473,9 +472,63 @@ public actor LiveClient {
         await realtime.release(.object(key))
     }
 
-    /// Handles the realtime connection's events in order (iterated on the actor: no hop per event).
+    /// Handles the realtime connection's events in order, a batch at a time (everything that arrived while the
+    /// engine was busy: see ``RealtimeEventQueue``).
     private func handleRealtimeEvents() async {
-        for await event in realtimeEvents { await handle(event) }
+        while let batch = await realtimeEvents.next() { await handle(batch) }
+    }
+
+    /// A batch of events, in order. Each run of changes to entities goes to the cache in one transaction before
+    /// any of them reaches an observer (the cache is never older than what was told), then to the observers in
+    /// order, as ``handle(_:)-(RealtimeEvent)`` does each.
+    func handle(_ batch: [RealtimeEvent]) async {
+        var start = 0
+        while start < batch.count {
+            var end = start
+            while end < batch.count, case .entityChanged = batch[end] { end += 1 }
+            if end - start > 1 {
+                await applyRemoteChanges(batch[start..<end])
+                start = end
+            } else {
+                await handle(batch[start])
+                start += 1
+            }
+        }
+    }
+
+    /// ``handle(_:)-(RealtimeEvent)`` for a run of `entityChanged` events: one cache transaction for those not
+    /// held for a write, then each in order, with nothing awaited in between (no write can start meanwhile,
+    /// so what is held is decided once), and eviction counted once.
+    private func applyRemoteChanges(_ run: ArraySlice<RealtimeEvent>) async {
+        var changes: [(seq: Int64, topic: Topic, entity: Entity, previous: JSONValue?)] = []
+        changes.reserveCapacity(run.count)
+        for event in run {
+            guard case .entityChanged(let seq, let topic, let entity, let previous) = event else { continue }
+            changes.append((seq, topic, entity, previous))
+        }
+        let held = changes.map { writeInFlight == $0.entity.key }
+        var stores: [(entity: Entity, checkpoint: (topic: String, seq: Int64)?)] = []
+        stores.reserveCapacity(changes.count)
+        for (change, isHeld) in zip(changes, held) where !isHeld {
+            stores.append((change.entity, checkpointDue(change.topic, change.seq)))
+        }
+        var newest = [Bool](repeating: true, count: stores.count)
+        do {
+            newest = try cache.storeNow(stores)
+        } catch {
+            logCacheFailure(error, ["objects": "\(stores.count)"])
+        }
+        var stored = 0
+        for (change, isHeld) in zip(changes, held) {
+            if case .collection = change.topic { feedEvent(change.topic, .next(change.entity, seq: change.seq)) }
+            if isHeld {
+                heldDuringWrite.append(change)
+                continue
+            }
+            remoteChangeStored(change.entity, seq: change.seq, topic: change.topic, previous: change.previous, newest: newest[stored])
+            stored += 1
+        }
+        await cacheStored(stored, fromRealtime: true)
     }
 
     func handle(_ event: RealtimeEvent) async {
@@ -543,6 +596,13 @@ public actor LiveClient {
         } catch {
             logCacheFailure(error, ["key": "\(entity.key)"])
         }
+        remoteChangeStored(entity, seq: seq, topic: topic, previous: previous, newest: newest)
+        await cacheStored(1, fromRealtime: true)
+    }
+
+    /// The rest of ``applyRemoteChange(_:seq:topic:previous:)`` once the entity is in the cache: `newest` says
+    /// whether it is the newest copy the cache knows.
+    private func remoteChangeStored(_ entity: Entity, seq: Int64, topic: Topic, previous: JSONValue?, newest: Bool) {
         if let observation = observations[entity.key], observation.skipsVersions(entity) {
             // Events of the object were missed: said before the newer version, then fetched as after a resync.
             logger.notice(
@@ -559,7 +619,6 @@ public actor LiveClient {
         } else if newest {
             collectionsChanged(entity, seq: seq)
         }
-        await cacheStored(1, fromRealtime: true)
     }
 
     /// The checkpoint to write with an event's entity, if one is due: at most every 64 events or every second

@@ -73,13 +73,13 @@ actor RealtimeConnection {
     nonisolated var unownedExecutor: UnownedSerialExecutor { engineLoop.serialExecutor }
     private let session: Session
     private let logger: Logger
-    private let events: AsyncStream<RealtimeEvent>.Continuation
+    private let events: RealtimeEventQueue
 
     init(
         cloudURL: String,
         session: Session,
         logger: Logger,
-        events: AsyncStream<RealtimeEvent>.Continuation,
+        events: RealtimeEventQueue,
         linger: Duration = .seconds(2),
         engineLoop: EngineLoop = EngineLoop(group: MultiThreadedEventLoopGroup.singleton)
     ) {
@@ -275,7 +275,11 @@ actor RealtimeConnection {
     /// within ``handshakeTimeout`` or the engine stops meanwhile. Once connected, it ends on cancellation.
     private func connectOnce(token: String) async throws {
         let handshake = HandshakeGuard()
-        let attempt = Task { try await self.connect(token: token, handshake: handshake) }
+        // On the engine's loop: the reader's `next()` (nonisolated) would otherwise run on the cooperative pool
+        // and hop to the loop and back for every message (two thread switches and a wakeup of the loop each).
+        let attempt = Task(executorPreference: engineLoop.taskExecutor) {
+            try await self.connect(token: token, handshake: handshake)
+        }
         let timeout = Self.handshakeTimeout
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
@@ -307,7 +311,8 @@ actor RealtimeConnection {
     private func connect(token: String, handshake: HandshakeGuard) async throws {
         var configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 24)
         configuration.additionalHeaders[.authorization] = "Bearer \(token)"
-        try await WebSocketClient.connect(url: url, configuration: configuration, eventLoopGroup: engineLoop.eventLoop, logger: logger) {
+        let loop = engineLoop.eventLoop
+        try await WebSocketClient.connect(url: url, configuration: configuration, eventLoopGroup: loop, logger: logger) {
             inbound,
             outbound,
             _ in
@@ -321,7 +326,13 @@ actor RealtimeConnection {
                         var iterator = inbound.messages(maxSize: 1 << 24).makeAsyncIterator()
                         while let message = try await iterator.next() {
                             guard case .text(let text) = message else { continue }
-                            await self.received(text)
+                            if loop.inEventLoop {
+                                // On the actor's own thread (its executor is the loop): no hop, so the messages
+                                // buffered are all read before the engine runs, and reach it as one batch.
+                                self.receivedOnLoop(text)
+                            } else {
+                                await self.received(text)
+                            }
                         }
                     } catch {
                         await self.disconnected()
@@ -388,6 +399,11 @@ actor RealtimeConnection {
             logger.debug("resubscribed", metadata: ["resumed": "\(resumed)", "refetch": "\(needRefresh.count)"])
         }
         events.yield(.connected(needRefresh: needRefresh, refused: refused))
+    }
+
+    /// ``received(_:)`` from a task running on the engine's loop, which is this actor's executor: no hop.
+    private nonisolated func receivedOnLoop(_ text: String) {
+        assumeIsolated { $0.received(text) }
     }
 
     private func received(_ text: String) {
