@@ -30,3 +30,72 @@ public enum CloudJSON {
         try decode(type, from: Array(text.utf8))
     }
 }
+
+extension CloudJSON {
+    /// A realtime message from the cloud: ``decode(_:from:)-(_,String)`` with the document parsed once, and an
+    /// entity's event (nearly every message) built straight from the parsed value instead of through
+    /// `Decodable`, which cost as much again as the parse. Anything the direct path does not take exactly as
+    /// `Decodable` would (a member missing or of another type, a number not an exact integer) goes the general
+    /// way, with its errors.
+    public static func decodeRealtimeMessage(from text: String) throws -> RealtimeServerMessage {
+        let bytes = Array(text.utf8)
+        let value: JSONValue
+        do {
+            value = try JSONValue(parsing: bytes)
+        } catch  where error.isDepthLimit {
+            throw error
+        } catch {
+            return try JSONDecoder().decode(RealtimeServerMessage.self, from: Data(bytes))
+        }
+        if let event = RealtimeServerMessage(entityEvent: value) { return event }
+        do {
+            return try JSONValueDecoder.decode(RealtimeServerMessage.self, from: value)
+        } catch {
+            return try JSONDecoder().decode(RealtimeServerMessage.self, from: Data(bytes))
+        }
+    }
+}
+
+extension RealtimeServerMessage {
+    /// An `event` carrying an entity, read from its parsed document; `nil` for any other message, or one this
+    /// path does not read exactly as `Decodable` does (left to it).
+    init?(entityEvent value: JSONValue) {
+        guard case .object(let members) = value, case .string("event") = members["op"],
+            let seq = members["seq"].flatMap(Self.exactInteger),
+            case .string(let topicName) = members["topic"], let topic = Topic(topicName),
+            let entity = members["entity"].flatMap(Entity.init(parsed:))
+        else { return nil }
+        var previous: JSONValue?
+        if let member = members["previous"], member != .null { previous = member }
+        var ref: Int64?
+        if let member = members["ref"], member != .null {
+            guard let integer = Self.exactInteger(member) else { return nil }
+            ref = integer
+        }
+        // Members an entity's event never has: left to `Decodable`, which checks them.
+        for key in ["code", "message", "streamMessage", "resync", "replayed"] where members[key].map({ $0 != .null }) ?? false {
+            return nil
+        }
+        self.init(op: .event, ref: ref, seq: seq, topic: topic, entity: entity, previous: previous)
+    }
+
+    /// An integer as ``JSONValueDecoder`` takes one: exact, within 2^53.
+    static func exactInteger(_ value: JSONValue) -> Int64? {
+        guard case .number(let number) = value, number.rounded() == number, abs(number) <= 9_007_199_254_740_992 else { return nil }
+        return Int64(exactly: number)
+    }
+}
+
+extension Entity {
+    /// An entity from its parsed document, as `Decodable` reads it; `nil` when that would fail.
+    init?(parsed value: JSONValue) {
+        guard case .object(let members) = value,
+            case .string(let collection) = members["collection"], case .string(let id) = members["id"],
+            let version = members["version"].flatMap(RealtimeServerMessage.exactInteger),
+            let data = members["data"],
+            case .string(let createdAt) = members["createdAt"], case .string(let updatedAt) = members["updatedAt"],
+            case .bool(let deleted) = members["deleted"]
+        else { return nil }
+        self.init(collection: collection, id: id, version: version, data: data, createdAt: createdAt, updatedAt: updatedAt, deleted: deleted)
+    }
+}

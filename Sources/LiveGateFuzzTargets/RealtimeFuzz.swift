@@ -4,14 +4,18 @@ import Foundation
 import LiveCloudAPI
 import LiveJSON
 
-/// A message of the cloud's realtime socket through both decoders the engine uses (LiveJSON's, then
-/// Foundation's for what it refuses, but for nesting too deep: ``CloudJSON``). Must hold: neither crashes,
-/// and where both decode, they agree.
+/// A message of the cloud's realtime socket through the decoders the engine uses (an entity's event read
+/// directly, LiveJSON's `Decodable`, then Foundation's for what it refuses, but for nesting too deep:
+/// ``CloudJSON``). Must hold: none crashes, and where they decode, they agree.
 enum RealtimeFuzz {
     static func run(_ bytes: [UInt8]) throws(FuzzViolation) {
         guard let text = String(validating: bytes, as: UTF8.self) else { return }
-        _ = try? CloudJSON.decode(RealtimeServerMessage.self, from: text)  // what the engine runs
+        let engine = try? CloudJSON.decodeRealtimeMessage(from: text)  // what the engine runs
         let fast = try? JSONValue.parse(text, as: RealtimeServerMessage.self)
+        // The engine's direct path for entities' events takes what `Decodable` takes, and reads it alike.
+        if let fast {
+            try check(engine == fast, "the engine read \(String(describing: engine)) where Decodable read \(fast)")
+        }
         // Foundation's decoder never sees a document nested too deep (it traps building the error for one).
         let tooDeep: Bool
         do { _ = try JSONValue(parsing: bytes); tooDeep = false } catch { tooDeep = error.isDepthLimit }

@@ -1,9 +1,10 @@
 // Licensed under the Apache License, Version 2.0.
 
 import Foundation
-import LiveCloudAPI
 import LiveJSON
 import Testing
+
+@testable import LiveCloudAPI
 
 @Suite struct JSONParsingTests {
     static let documents = [
@@ -72,6 +73,50 @@ import Testing
         #expect(throws: DecodingError.self) { try JSONValue.parse(text, as: RealtimeServerMessage.self) }
         #expect(try JSONDecoder().decode(RealtimeServerMessage.self, from: Data(text.utf8)).seq == 1_152_921_504_606_846_977)
         #expect(throws: DecodingError.self) { try JSONValue.parse(#"{"op":"ack","ref":1.5}"#, as: RealtimeServerMessage.self) }
+    }
+
+    /// The engine reads an entity's event directly from the parsed document (``CloudJSON/decodeRealtimeMessage(from:)``):
+    /// over seeded variations of one (members missing, of another type, extra, integers beyond 2^53 or not
+    /// whole), it must read what ``CloudJSON/decode(_:from:)-(_,String)`` reads, and refuse what it refuses.
+    @Test func entityEventsAreReadDirectlyAsDecodableReadsThem() throws {
+        let entity: JSONValue = [
+            "collection": "notes", "id": "n1", "version": 9, "data": ["text": "a", "n": 1.5],
+            "createdAt": "2026-01-01T00:00:00.000Z", "updatedAt": "2026-01-02T00:00:00.000Z", "deleted": false,
+        ]
+        let event: JSONValue = ["op": "event", "seq": 43, "topic": "object:notes/n1", "entity": entity, "previous": ["text": "b"]]
+        let text = { (value: JSONValue) in String(decoding: try JSONEncoder().encode(value), as: UTF8.self) }
+        // The direct path is taken for an ordinary event (else this test would compare the general path with itself).
+        #expect(RealtimeServerMessage(entityEvent: event) != nil)
+        #expect(try CloudJSON.decodeRealtimeMessage(from: text(event)) == CloudJSON.decode(RealtimeServerMessage.self, from: text(event)))
+
+        let oddValues: [JSONValue] = [
+            .null, true, false, 0, 7, -3, 1.5, 9_007_199_254_740_993, 1_152_921_504_606_846_976, "", "event", "ack", "object:notes/n1",
+            "collection:notes", "stream:chat/u1",
+            "notes", "collection:notes", "x/y/z", [], [1], [:], ["text": "c"],
+        ]
+        let eventKeys = ["op", "seq", "topic", "entity", "previous", "ref", "code", "message", "resync", "replayed", "streamMessage"]
+        let entityKeys = ["collection", "id", "version", "data", "createdAt", "updatedAt", "deleted", "extra"]
+        var random = SplitMix64(state: 20_261_126)
+        var direct = 0
+        for _ in 0..<3000 {
+            guard case .object(var members) = event, case .object(var entityMembers) = entity else { return }
+            for _ in 0..<Int.random(in: 1...3, using: &random) {
+                let inEntity = Bool.random(using: &random)
+                let key = inEntity ? entityKeys.randomElement(using: &random)! : eventKeys.randomElement(using: &random)!
+                let value = Int.random(in: 0..<4, using: &random) == 0 ? nil : oddValues.randomElement(using: &random)!
+                if inEntity { entityMembers[key] = value } else { members[key] = value }
+            }
+            if members["entity"] != nil, members["entity"] == event["entity"] { members["entity"] = .object(entityMembers) }
+            let document = JSONValue.object(members)
+            let documentText = try text(document)
+            let expected = try? CloudJSON.decode(RealtimeServerMessage.self, from: documentText)
+            let read = try? CloudJSON.decodeRealtimeMessage(from: documentText)
+            #expect(read == expected, "\(documentText)")
+            if RealtimeServerMessage(entityEvent: document) != nil { direct += 1 }
+        }
+        // Both ways were exercised.
+        #expect(direct > 100)
+        #expect(direct < 2900)
     }
 
     @Test func missingAndMistypedMembersAreErrors() {

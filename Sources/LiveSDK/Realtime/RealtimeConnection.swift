@@ -412,7 +412,7 @@ actor RealtimeConnection {
             // The parser first (one message per event: Foundation's decoder paid a thrown error for every kind a
             // `JSONValue` tried before its own); Foundation's for anything it refuses (an integer beyond 2^53),
             // but for nesting too deep (``CloudJSON``).
-            message = try CloudJSON.decode(RealtimeServerMessage.self, from: text)
+            message = try CloudJSON.decodeRealtimeMessage(from: text)
         } catch {
             logger.warning("ignoring a realtime message that could not be decoded", metadata: ["error": "\(error)"])
             return
