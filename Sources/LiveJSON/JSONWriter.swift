@@ -66,6 +66,23 @@ public struct JSONWriter {
         bytes.append(UInt8(ascii: "}"))
     }
 
+    /// For a type written member by member, in the order ``write(_:)-(JSONValue)`` would sort its keys: `{`,
+    /// then ``writeKey(_:first:)`` before each value, then ``endObject()``.
+    public mutating func beginObject() {
+        bytes.append(UInt8(ascii: "{"))
+    }
+
+    /// `"key":`, after a `,` unless `first`.
+    public mutating func writeKey(_ key: String, first: Bool = false) {
+        if !first { bytes.append(UInt8(ascii: ",")) }
+        write(key)
+        bytes.append(UInt8(ascii: ":"))
+    }
+
+    public mutating func endObject() {
+        bytes.append(UInt8(ascii: "}"))
+    }
+
     public mutating func writeNull() {
         bytes.append(contentsOf: "null".utf8)
     }

@@ -42,6 +42,55 @@ import Testing
         }
     }
 
+    /// `object.changed`'s body is written member by member (``NotificationFrame/body(_:)-(ObjectChangedBody)``):
+    /// over seeded bodies (awkward strings and numbers, flags, no snapshot, an error, a number JSON cannot
+    /// hold) its bytes must be those `Encodable` writes, and it must fail where that fails.
+    @Test func objectChangedIsWrittenAsEncodableWritesIt() throws {
+        var state: UInt64 = 20_261_126
+        func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+        func pick<T>(_ choices: [T]) -> T { choices[Int(next() % UInt64(choices.count))] }
+        func string() -> String {
+            (0..<Int(next() % 5)).map { _ in pick(["a", "Z", "é", "e\u{301}", "😀", "\"", "\\", "/", "\n", "\u{1}", "\u{7F}", "10", " "]) }.joined()
+        }
+        func value(_ depth: Int) -> JSONValue {
+            switch next() % (depth > 2 ? 4 : 6) {
+            case 0: .null
+            case 1: .bool(next() % 2 == 0)
+            case 2: .number(pick([0, -0.0, 7, -3, 2.5, 1e21, 1e-7, 9_007_199_254_740_993, Double(Int64(bitPattern: next())), .infinity]))
+            case 3: .string(string())
+            case 4: .array((0..<Int(next() % 3)).map { _ in value(depth + 1) })
+            default: .object(Dictionary((0..<Int(next() % 4)).map { _ in (string(), value(depth + 1)) }, uniquingKeysWith: { a, _ in a }))
+            }
+        }
+        // Generic: `NotificationFrame.body` through `Encodable`, as for any other body.
+        func encoded<Body: Encodable>(_ body: Body) throws -> ByteBuffer { try NotificationFrame.body(body) }
+        var refused = 0
+        for _ in 0..<2000 {
+            let snapshot =
+                next() % 5 == 0
+                ? nil : ObjectSnapshot(collection: string(), id: string(), version: Int64(next() % 1_000_000), data: value(0), updatedAt: string())
+            let body = ObjectChangedBody(
+                snapshot: snapshot,
+                dataStatus: pick([.notExist, .local, .fresh, .error]),
+                loadingStatus: pick([.notLoading, .loading, .loaded, .error]),
+                error: next() % 10 == 0 ? RPCError(code: .internalError, message: string()) : nil,
+                resync: pick([nil, true, false]),
+                pendingWrites: pick([nil, true, false])
+            )
+            let encodable = try? encoded(body)
+            let written = try? NotificationFrame.body(body)
+            #expect(written == encodable, "\(body)")
+            if encodable == nil { refused += 1 }
+        }
+        #expect(refused > 0)  // the fallback for numbers JSON cannot hold was exercised
+    }
+
     @Test func nullSnapshotIsExplicit() throws {
         let text = String(buffer: try NotificationFrame.body(ObjectChangedBody(snapshot: nil, dataStatus: .notExist, loadingStatus: .loading)))
         #expect(text.contains("\"snapshot\":null"))
