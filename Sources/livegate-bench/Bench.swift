@@ -190,6 +190,9 @@ struct Bench: AsyncParsableCommand {
         var p99: Double
         /// CPU time the system's process used per delivery over both runs, in microseconds.
         var cpuPerDelivery: Double?
+        /// The system's CPU time over both runs per update sent (not per delivery: at N = 1 a reader that fell
+        /// behind gets fewer deliveries than updates).
+        var cpuPerUpdate: Double?
     }
 
     /// A burst of `burst` updates as fast as `publish` goes (deliveries per second), then `rate` updates per
@@ -259,7 +262,8 @@ struct Bench: AsyncParsableCommand {
             latencyExpected: n * total,
             p50: percentile(0.5),
             p99: percentile(0.99),
-            cpuPerDelivery: process.map { ($0.cpuSeconds - (cpuBefore ?? 0)) * 1e6 / Double(max(1, burstDelivered + delivered)) }
+            cpuPerDelivery: process.map { ($0.cpuSeconds - (cpuBefore ?? 0)) * 1e6 / Double(max(1, burstDelivered + delivered)) },
+            cpuPerUpdate: process.map { ($0.cpuSeconds - (cpuBefore ?? 0)) * 1e6 / Double(burst + total) }
         )
         say(
             "  \(system), N=\(n): \(Int(deliveriesPerSecond)) deliveries/s; p50 \(String(format: "%.2f", row.p50)) ms, "
@@ -313,13 +317,16 @@ struct Bench: AsyncParsableCommand {
 
     func printTable(_ rows: [Row]) {
         say("")
-        say("| system | N | deliveries/s (burst) | delivered (burst) | sent/s | p50 ms | p99 ms | delivered (rate) | CPU µs/delivery |")
-        say("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        say(
+            "| system | N | deliveries/s (burst) | delivered (burst) | sent/s | p50 ms | p99 ms | delivered (rate) | CPU µs/delivery | CPU µs/update |"
+        )
+        say("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         for row in rows {
             say(
                 "| \(row.system) | \(row.subscribers) | \(Int(row.deliveriesPerSecond)) | \(row.burstDelivered)/\(row.burstExpected) | "
                     + "\(Int(row.sentRate)) | \(String(format: "%.2f", row.p50)) | \(String(format: "%.2f", row.p99)) | "
-                    + "\(row.latencyDelivered)/\(row.latencyExpected) | \(row.cpuPerDelivery.map { String(format: "%.3f", $0) } ?? "-") |"
+                    + "\(row.latencyDelivered)/\(row.latencyExpected) | \(row.cpuPerDelivery.map { String(format: "%.3f", $0) } ?? "-") | "
+                    + "\(row.cpuPerUpdate.map { String(format: "%.1f", $0) } ?? "-") |"
             )
         }
         say("")
