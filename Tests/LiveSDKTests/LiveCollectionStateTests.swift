@@ -53,6 +53,50 @@ struct LiveCollectionStateTests {
         #expect(confirmed.pendingIDs.isEmpty)
     }
 
+    /// A page read after changes it does not hold (they concern an item the window kept): the changes still
+    /// reach that item, so its older copy does not come back. Checker seed 612860758580243: b v2 moved, then
+    /// b v3 left the query, both heard while the next page was stored and both older than the page's read.
+    @Test func changesAPageReadPastStillReachTheItemsItDidNotRead() throws {
+        var state = Self.started(hasNext: true)
+        _ = state.fetchStarted()
+        // The page's items: the window's kept ones as they were before the changes, and the page (d, e, f).
+        let kept = state.confirmedWindow.items
+        let page = [Self.entity("d", rank: 40), Self.entity("e", rank: 50), Self.entity("f", rank: 60)]
+        let items = kept + page
+        let heldVersions = Dictionary(items.map { ($0.id, $0.version) }, uniquingKeysWith: max)
+        let moved = Self.entity("b", rank: 5, version: 2)
+        let left = Self.entity("b", rank: 5, channel: "c2", version: 3)
+        let readAt: Int64 = 12
+        let placing = [(moved, Int64(10)), (left, Int64(11))].map { entity, seq in
+            LiveCollectionState.placesOverFetch(entity, placing: true, seq: seq, readAt: readAt, heldVersions: heldVersions)
+        }
+        #expect(placing == [true, true], "b v1 was kept, not read: its newer copies place")
+        let emitted = state.fetchSucceeded(
+            items: items,
+            count: 9,
+            hasNext: true,
+            hasPrevious: false,
+            changedMeanwhile: [(moved, nil, placing[0]), (left, nil, placing[1])]
+        )
+        let fetched = try #require(emitted)
+        #expect(!fetched.items.contains { $0.id == "b" }, "b left: \(fetched.items.map { "\($0.id)@v\($0.version)" })")
+        #expect(fetched.items.prefix(2).map(\.id) == ["a", "c"])
+
+        // What the read holds as new as the change, or newer, the change read past does not place.
+        #expect(!LiveCollectionState.placesOverFetch(Self.entity("d", rank: 40), placing: true, seq: 10, readAt: 12, heldVersions: heldVersions))
+        #expect(
+            LiveCollectionState.placesOverFetch(
+                Self.entity("d", rank: 40, version: 2),
+                placing: true,
+                seq: 13,
+                readAt: 12,
+                heldVersions: heldVersions
+            )
+        )
+        #expect(!LiveCollectionState.placesOverFetch(Self.entity("z", rank: 1), placing: true, seq: 10, readAt: 12, heldVersions: heldVersions))
+        #expect(!LiveCollectionState.placesOverFetch(moved, placing: false, seq: 13, readAt: 12, heldVersions: heldVersions))
+    }
+
     @Test func aRejectedPendingWriteTakesItsItemBack() throws {
         var state = Self.started(hasNext: false)
         // b moved past c by a local write, then the cloud refuses it.

@@ -270,19 +270,22 @@ extension LiveClient {
         do {
             let result = try await queryWithSession(window.query, page, limit: window.pageSize)
             collectionFetching.remove(window)
+            // The page's objects go to the cache before the window shows them: the cache is what tells a
+            // realtime event that an older copy arrives late (a resumed object topic replaying what the page
+            // already holds), and such a copy must not place the object in the window again (checker seed
+            // 4268631748165352: i0 v6 shown after the page had brought v7).
+            await storeEntities(result.items, of: window)
             // The page read may hold items the window holds too (they moved since it was read): the page's
-            // copies are the newer ones; the whole is put in the query's order.
+            // copies are the newer ones; the whole is put in the query's order. The window's items as they are
+            // now, after the store: changes applied while it ran are in them (checker seed 612860758580243: i6
+            // v26 then v27, heard while the page was stored and read past by the page, were lost to a copy of
+            // the items taken before, and i6 v25 came back).
             let fetchedIDs = Set(result.items.map(\.id))
             let query = window.query
             let items = (observation.confirmed.items.filter { !fetchedIDs.contains($0.id) } + result.items).sorted {
                 query.areInIncreasingOrder(query.position(of: $0), query.position(of: $1))
             }
             let more = window.anchor == .first ? result.nextCursor != nil : result.previousCursor != nil
-            // The page's objects go to the cache before the window shows them: the cache is what tells a
-            // realtime event that an older copy arrives late (a resumed object topic replaying what the page
-            // already holds), and such a copy must not place the object in the window again (checker seed
-            // 4268631748165352: i0 v6 shown after the page had brought v7).
-            await storeEntities(result.items, of: window)
             fetched(
                 window,
                 observation,
@@ -404,11 +407,18 @@ extension LiveClient {
                 return nil
             }
         }
+        let heldVersions = Dictionary(items.map { ($0.id, $0.version) }, uniquingKeysWith: max)
         let meanwhile = (changesDuringCollectionFetch[window] ?? []).map { event in
             (
                 entity: event.entity,
                 previous: event.seq.flatMap { eventSeq in eventSeq > (seq ?? 0) ? event.previous : nil },
-                placing: event.placing && !(event.seq.map { eventSeq in readAt.map { eventSeq <= $0 } ?? false } ?? false)
+                placing: LiveCollectionState.placesOverFetch(
+                    event.entity,
+                    placing: event.placing,
+                    seq: event.seq,
+                    readAt: readAt,
+                    heldVersions: heldVersions
+                )
             )
         }
         observation.apply {

@@ -287,6 +287,24 @@ public struct LiveCollectionState: Sendable {
         return emit(caughtUp)
     }
 
+    /// Whether a change heard while a fetch ran places its object over the fetch's items (``fetchSucceeded(items:count:hasNext:hasPrevious:changedMeanwhile:)``):
+    /// not when the cache held a newer copy (`placing` false), nor when the fetch's read (as of event `readAt`)
+    /// came after it (event `seq`) — the read holds the object as of then, or later — unless the items hold an
+    /// older copy of it (`heldVersions`, by id): one the read did not hold, kept from before, as a page beyond
+    /// the window keeps the items it had (checker seed 612860758580243: a change read past was dropped, and
+    /// the older copy the window had kept stayed).
+    public static func placesOverFetch(
+        _ entity: Entity,
+        placing: Bool,
+        seq: Int64?,
+        readAt: Int64?,
+        heldVersions: [String: Int64]
+    ) -> Bool {
+        guard placing else { return false }
+        guard let seq, let readAt, seq <= readAt else { return true }
+        return heldVersions[entity.id].map { $0 < entity.version } ?? false
+    }
+
     public mutating func fetchFailed(_ error: LiveError) -> LiveCollectionChange? {
         var next = confirmed
         next.loadingStatus = .error
