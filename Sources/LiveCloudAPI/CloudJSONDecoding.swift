@@ -11,6 +11,12 @@ import LiveJSON
 /// `JSONError.SourceLocation`: `[` 513 times crashed the process; found by `scripts/fuzz realtime`).
 public enum CloudJSON {
     public static func decode<T: Decodable>(_ type: T.Type, from bytes: some Collection<UInt8>) throws -> T {
+        try decode(type, from: bytes) { _ in nil }
+    }
+
+    /// ``decode(_:from:)-(_,some Collection<UInt8>)``, with `direct` reading the parsed document first where it
+    /// can (`nil`: `Decodable` reads it).
+    static func decode<T: Decodable>(_ type: T.Type, from bytes: some Collection<UInt8>, direct: (JSONValue) -> T?) throws -> T {
         let value: JSONValue
         do {
             value = try JSONValue(parsing: bytes)
@@ -19,6 +25,7 @@ public enum CloudJSON {
         } catch {
             return try JSONDecoder().decode(type, from: Data(bytes))
         }
+        if let read = direct(value) { return read }
         do {
             return try JSONValueDecoder.decode(type, from: value)
         } catch {
@@ -38,21 +45,7 @@ extension CloudJSON {
     /// `Decodable` would (a member missing or of another type, a number not an exact integer) goes the general
     /// way, with its errors.
     public static func decodeRealtimeMessage(from text: String) throws -> RealtimeServerMessage {
-        let bytes = Array(text.utf8)
-        let value: JSONValue
-        do {
-            value = try JSONValue(parsing: bytes)
-        } catch  where error.isDepthLimit {
-            throw error
-        } catch {
-            return try JSONDecoder().decode(RealtimeServerMessage.self, from: Data(bytes))
-        }
-        if let event = RealtimeServerMessage(entityEvent: value) { return event }
-        do {
-            return try JSONValueDecoder.decode(RealtimeServerMessage.self, from: value)
-        } catch {
-            return try JSONDecoder().decode(RealtimeServerMessage.self, from: Data(bytes))
-        }
+        try decode(RealtimeServerMessage.self, from: Array(text.utf8), direct: RealtimeServerMessage.init(entityEvent:))
     }
 }
 
