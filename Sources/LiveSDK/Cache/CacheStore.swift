@@ -348,8 +348,7 @@ final class CacheStore: Sendable {
         if try upsert(entity, in: db) { return true }
         // Not stored: the cache holds this version already (the same write heard on another topic), or a newer one.
         let held = try Int64.fetchOne(
-            db,
-            sql: "SELECT version FROM entity WHERE collection = ? AND id = ?",
+            db.cachedStatement(sql: "SELECT version FROM entity WHERE collection = ? AND id = ?"),
             arguments: [entity.collection, entity.id]
         )
         return (held ?? 0) <= entity.version
@@ -375,11 +374,13 @@ final class CacheStore: Sendable {
     }
 
     private static func saveCheckpoint(_ topic: String, _ seq: Int64, in db: Database) throws {
-        try db.execute(
+        // A cached (prepared once) statement: a realtime event of an object topic brings one when its checkpoint
+        // is due, which is every event of the first second for many distinct objects (compiling it each time was a
+        // tenth of the engine's work at 20,000 updates/s over 10,000 objects).
+        try db.cachedStatement(
             sql:
-                "INSERT INTO checkpoint (topic, seq) VALUES (?, ?) ON CONFLICT (topic) DO UPDATE SET seq = excluded.seq WHERE excluded.seq > checkpoint.seq",
-            arguments: [topic, seq]
-        )
+                "INSERT INTO checkpoint (topic, seq) VALUES (?, ?) ON CONFLICT (topic) DO UPDATE SET seq = excluded.seq WHERE excluded.seq > checkpoint.seq"
+        ).execute(arguments: [topic, seq])
     }
 
     /// Writes `entity` in `db` unless it holds the same or a higher version; returns whether it wrote.
