@@ -44,6 +44,10 @@ struct Bench: AsyncParsableCommand {
     @Flag(help: "Only the many-objects runs.") var manyObjectsOnly = false
     @Flag(help: "Skip the many-objects runs.") var skipManyObjects = false
     @Flag(help: "Only the change-set computation figure (no processes started).") var changeSetsOnly = false
+    @Flag(help: "Only the many-updates run: --spread-objects objects, one token each, --spread-rate updates/s over them for --seconds.")
+    var spreadOnly = false
+    @Option(help: "Objects of the many-updates run.") var spreadObjects = 10_000
+    @Option(help: "Updates per second of the many-updates run, each to the next object in turn.") var spreadRate = 20_000
     @Flag(help: "Only the engine (LiveSDK in-process) and cloud write figures.") var engineOnly = false
     @Flag(help: "Skip the engine and cloud write figures.") var skipEngine = false
     @Option(help: "Items of the query result read by index from the engine's cache (engine figures; 0 skips it).") var resultItems = 100_000
@@ -70,6 +74,10 @@ struct Bench: AsyncParsableCommand {
         }
         if manyObjectsOnly {
             try await measureManyObjects(directory: directory, bin: bin)
+            return
+        }
+        if spreadOnly {
+            try await measureManyUpdates(directory: directory, bin: bin, objects: spreadObjects, rate: spreadRate, seconds: seconds)
             return
         }
         if engineOnly || !skipEngine {

@@ -84,7 +84,7 @@ final class LoadCloud: Sendable {
             defer { _ = self.state.withLock { $0.subscribers.removeValue(forKey: id) } }
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { for await text in messages { try await outbound.write(.text(text)) } }
-                for try await message in inbound.messages(maxSize: 1 << 20) {
+                for try await message in inbound.messages(maxSize: RealtimeClientBatch.maximumBytes) {
                     guard case .text(let text) = message,
                         let frame = try? JSONDecoder().decode(RealtimeClientFrame.self, from: Data(text.utf8))
                     else { continue }
@@ -110,7 +110,9 @@ final class LoadCloud: Sendable {
         }
         return Application(
             router: router,
-            server: .http1WebSocketUpgrade(webSocketRouter: router),
+            // A batch of subscriptions is one message, as large as livegate-cloud takes (the default, 16 KiB, closed
+            // the connection at the first batch of a few hundred topics).
+            server: .http1WebSocketUpgrade(webSocketRouter: router, configuration: .init(maxFrameSize: RealtimeClientBatch.maximumBytes)),
             configuration: .init(address: .hostname("127.0.0.1", port: port)),
             eventLoopGroupProvider: .shared(eventLoopGroup),
             logger: Logger(label: "bench-cloud", factory: { _ in SwiftLogNoOpLogHandler() })
