@@ -240,18 +240,7 @@ struct Bench: AsyncParsableCommand {
         say("  \(system), N=\(n): \(burstDelivered) of \(n * burst) delivered; now \(rate)/s for \(seconds) s…")
         for reception in pool.receptions { reception.reset(recordLatencies: true, recordStamps: timeline) }
         let total = Int(Double(rate) * seconds)
-        let paceStart = DispatchTime.now().uptimeNanoseconds
-        var sent = 0
-        while sent < total {
-            let elapsed = Double(DispatchTime.now().uptimeNanoseconds - paceStart) / 1e9
-            let due = min(total, Int(elapsed * Double(rate)) + 1)
-            while sent < due {
-                try await publish()
-                sent += 1
-            }
-            try await Task.sleep(for: .microseconds(200))
-        }
-        let sendSeconds = Double(DispatchTime.now().uptimeNanoseconds - paceStart) / 1e9
+        let sendSeconds = try await send(total, rate: rate) { _ in try await publish() }
         let delivered = try await settle(pool, expected: n * total)
         var latencies: [UInt64] = []
         latencies.reserveCapacity(delivered)
@@ -306,12 +295,32 @@ struct Bench: AsyncParsableCommand {
         )
     }
 
+    /// Calls `publish` `total` times (with the count sent before), `rate` times a second; returns the seconds it took.
+    func send(_ total: Int, rate: Int, _ publish: (Int) async throws -> Void) async throws -> Double {
+        let start = DispatchTime.now().uptimeNanoseconds
+        var sent = 0
+        while sent < total {
+            let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            let due = min(total, Int(elapsed * Double(rate)) + 1)
+            while sent < due {
+                try await publish(sent)
+                sent += 1
+            }
+            try await Task.sleep(for: .microseconds(200))
+        }
+        return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    }
+
     /// Waits until `expected` deliveries arrived, or none arrived for a second (coalesced or dropped); returns the count.
     func settle(_ pool: SubscriberPool, expected: Int) async throws -> Int {
+        try await settle(pool.receptions, expected: expected)
+    }
+
+    func settle(_ receptions: [Reception], expected: Int) async throws -> Int {
         var total = 0
         var quietSince = ContinuousClock.now
         while true {
-            let now = pool.receptions.reduce(0) { $0 + $1.deliveries }
+            let now = receptions.reduce(0) { $0 + $1.deliveries }
             if now >= expected { return now }
             if now != total {
                 total = now

@@ -46,33 +46,9 @@ extension Bench {
 
         let cpuBefore = daemon.child.cpuSeconds
         let total = Int(Double(rate) * seconds)
-        let start = DispatchTime.now().uptimeNanoseconds
-        var sent = 0
-        while sent < total {
-            let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-            let due = min(total, Int(elapsed * Double(rate)) + 1)
-            while sent < due {
-                cloud.publish(id: "s\(sent % objects)")
-                sent += 1
-            }
-            try await Task.sleep(for: .microseconds(200))
-        }
-        let sendSeconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        let sendSeconds = try await send(total, rate: rate) { sent in cloud.publish(id: "s\(sent % objects)") }
         // Settled: every update delivered, or nothing more for a second (the rest coalesced into newer versions).
-        var delivered = 0
-        var quietSince = ContinuousClock.now
-        while true {
-            let now = receptions.reduce(0) { $0 + $1.deliveries }
-            if now >= total { break }
-            if now != delivered {
-                delivered = now
-                quietSince = .now
-            } else if ContinuousClock.now - quietSince > .seconds(1) {
-                break
-            }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        delivered = receptions.reduce(0) { $0 + $1.deliveries }
+        let delivered = try await settle(receptions, expected: total)
         let cpu = daemon.child.cpuSeconds - cpuBefore
         var latencies = receptions.flatMap(\.latencies)
         latencies.sort()
