@@ -30,9 +30,7 @@ struct CloudHTTPError: HTTPResponseError {
 
 enum JSONResponse {
     static func make(_ status: HTTPResponse.Status, _ value: some Encodable) throws -> Response {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let data = try encoder.encode(value)
+        let data = try StoreText.bytes(value)
         return Response(
             status: status,
             headers: [.contentType: "application/json"],
@@ -49,7 +47,9 @@ enum JSONResponse {
             throw CloudHTTPError(.contentTooLarge, .payloadTooLarge, "the request body is over the limit of \(limit) bytes")
         }
         do {
-            return try JSONDecoder().decode(T.self, from: Data(buffer.readableBytesView))
+            // LiveJSON's parser and decoder where they read the body as `JSONDecoder` would, `JSONDecoder` (and its
+            // errors) otherwise.
+            return try CloudJSON.decode(T.self, from: buffer.readableBytesView)
         } catch let DecodingError.keyNotFound(key, _) {
             throw CloudHTTPError.badRequest("the request body lacks the member \"\(key.stringValue)\"")
         } catch let DecodingError.typeMismatch(_, context) {

@@ -214,12 +214,10 @@ final class RealtimeHub: Sendable {
             endSubscriptions(to: .stream(stream, user: user), notAllowedBy: acl, seq: seq, event: event)
             return
         }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         var encoded: [(Topic, String)] = []
         for topic in event.topics {
-            guard let data = try? encoder.encode(event.serverMessage(seq: seq, topic: topic)) else { return }
-            encoded.append((topic, String(decoding: data, as: UTF8.self)))
+            guard let text = try? StoreText.encode(event.serverMessage(seq: seq, topic: topic)) else { return }
+            encoded.append((topic, text))
         }
         state.withLock { state in
             state.lastPublished = max(state.lastPublished, seq)
@@ -228,8 +226,8 @@ final class RealtimeHub: Sendable {
             // before this event's publication misses it.
             guard case .entity(let entity, _) = event, let queries = state.queryTopics[entity.collection] else { return }
             for topic in queries where event.concerns(topic) {
-                guard let data = try? encoder.encode(event.serverMessage(seq: seq, topic: topic)) else { continue }
-                state.deliver(String(decoding: data, as: UTF8.self), seq: seq, on: topic)
+                guard let text = try? StoreText.encode(event.serverMessage(seq: seq, topic: topic)) else { continue }
+                state.deliver(text, seq: seq, on: topic)
             }
         }
     }
@@ -250,9 +248,7 @@ final class RealtimeHub: Sendable {
     }
 
     static func encode(_ message: RealtimeServerMessage) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? String(decoding: encoder.encode(message), as: UTF8.self)) ?? "{}"
+        (try? StoreText.encode(message)) ?? "{}"
     }
 
     /// Closes every realtime connection (fault injection).

@@ -245,18 +245,16 @@ final class SQLiteStore: CloudStore {
         return try await groupCommit.submit { db, events -> WriteOutcome in
             if let idempotency,
                 let row = try Row.fetchOne(
-                    db,
-                    sql: "SELECT entity, outcome FROM applied_write WHERE user = ? AND key = ?",
+                    db.cachedStatement(sql: "SELECT entity, outcome FROM applied_write WHERE user = ? AND key = ?"),
                     arguments: [idempotency.user, idempotency.key]
                 )
             {
-                let entity = try JSONDecoder().decode(Entity.self, from: Data((row["entity"] as String).utf8))
+                let entity = try CloudJSON.decode(Entity.self, from: row["entity"] as String)
                 guard entity.key == key else { return .keyReused(idempotency.key, by: entity.key) }
                 return IdempotencyKey.replayed(entity, outcome: row["outcome"])
             }
             let current = try Row.fetchOne(
-                db,
-                sql: "SELECT \(Self.entityColumns) FROM entity WHERE collection = ? AND id = ?",
+                db.cachedStatement(sql: "SELECT \(Self.entityColumns) FROM entity WHERE collection = ? AND id = ?"),
                 arguments: [key.collection, key.id]
             ).map(Self.entity(from:))
             let entity: Entity
@@ -264,13 +262,16 @@ final class SQLiteStore: CloudStore {
             case .refuse(let outcome): return outcome
             case .store(let stored): entity = stored
             }
-            try db.execute(
+            // Statements prepared once per connection: compiling one (and GRDB's authorizer over it) cost more
+            // than running it.
+            try db.cachedStatement(
                 sql: """
                     INSERT INTO entity (collection, id, version, data, createdAt, updatedAt, deleted)
                     VALUES (?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (collection, id) DO UPDATE SET version = excluded.version, data = excluded.data,
                         createdAt = excluded.createdAt, updatedAt = excluded.updatedAt, deleted = excluded.deleted
-                    """,
+                    """
+            ).execute(
                 arguments: [
                     key.collection, key.id, entity.version, try StoreText.encode(entity.data), entity.createdAt, entity.updatedAt,
                     entity.deleted,
@@ -285,8 +286,7 @@ final class SQLiteStore: CloudStore {
                         """
                 ).execute(arguments: [key.collection, joined])
             }
-            try db.execute(
-                sql: "INSERT INTO event (collection, id, version, entity, previous) VALUES (?, ?, ?, ?, ?)",
+            try db.cachedStatement(sql: "INSERT INTO event (collection, id, version, entity, previous) VALUES (?, ?, ?, ?, ?)").execute(
                 arguments: [key.collection, key.id, entity.version, try StoreText.encode(entity), try LoggedEvent.previousText(of: current)]
             )
             let event = LoggedEvent.entity(entity, previous: current.flatMap { $0.deleted ? nil : $0.data })
@@ -298,8 +298,7 @@ final class SQLiteStore: CloudStore {
                 if seq % 64 == 0 {
                     try db.execute(sql: "DELETE FROM applied_write WHERE at < ?", arguments: [now - IdempotencyKey.retentionMilliseconds])
                 }
-                try db.execute(
-                    sql: "INSERT INTO applied_write (user, key, entity, outcome, at) VALUES (?, ?, ?, ?, ?)",
+                try db.cachedStatement(sql: "INSERT INTO applied_write (user, key, entity, outcome, at) VALUES (?, ?, ?, ?, ?)").execute(
                     arguments: [idempotency.user, idempotency.key, try StoreText.encode(applied.entity), applied.outcome, now]
                 )
             }
@@ -376,7 +375,7 @@ final class SQLiteStore: CloudStore {
             collection: row["collection"],
             id: row["id"],
             version: row["version"],
-            data: try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)),
+            data: try StoreText.value(text),
             createdAt: row["createdAt"],
             updatedAt: row["updatedAt"],
             deleted: row["deleted"]

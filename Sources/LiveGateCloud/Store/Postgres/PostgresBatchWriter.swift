@@ -94,7 +94,7 @@ struct PostgresBatchWriter: Sendable {
         )
         var found: [IdempotencyKey: (entity: Entity, outcome: String)] = [:]
         for try await (user, key, text, outcome) in rows.decode((String, String, String, String).self) {
-            found[IdempotencyKey(user: user, key: key)] = (try JSONDecoder().decode(Entity.self, from: Data(text.utf8)), outcome)
+            found[IdempotencyKey(user: user, key: key)] = (try CloudJSON.decode(Entity.self, from: text), outcome)
         }
         return found
     }

@@ -299,7 +299,7 @@ final class PostgresStore: CloudStore {
             collection: collection,
             id: id,
             version: version,
-            data: try JSONDecoder().decode(JSONValue.self, from: Data(data.utf8)),
+            data: try StoreText.value(data),
             createdAt: createdAt,
             updatedAt: updatedAt,
             deleted: deleted
