@@ -174,7 +174,7 @@ public struct QueryPosition: Hashable, Sendable, Codable {
         var base64 = cursor.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
         guard cursor.utf8.count <= 4096, let data = Data(base64Encoded: base64),
-            let position = try? JSONDecoder().decode(QueryPosition.self, from: data), EntityKey.isValidName(position.id)
+            let position = try? CloudJSON.decode(QueryPosition.self, from: data), EntityKey.isValidName(position.id)
         else { return nil }
         self = position
     }

@@ -62,7 +62,7 @@ public enum Topic: Hashable, Sendable, CustomStringConvertible {
         if string.hasPrefix("query:") {
             let rest = string.dropFirst("query:".count)
             guard let mark = rest.firstIndex(of: "?"),
-                let filter = try? JSONDecoder().decode([String: JSONValue].self, from: Data(rest[rest.index(after: mark)...].utf8)),
+                let filter = try? CloudJSON.decode([String: JSONValue].self, from: rest[rest.index(after: mark)...].utf8),
                 CollectionQuery(collection: String(rest[..<mark]), where: filter).problem == nil
             else { return nil }
             self = .query(String(rest[..<mark]), where: filter)

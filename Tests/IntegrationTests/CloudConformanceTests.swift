@@ -41,6 +41,43 @@ import Testing
         return response
     }
 
+    /// JSON nested deeper than the parser takes (512 levels, as Foundation's `JSONDecoder`), in a request body, a
+    /// query's filter, a realtime frame and a query topic, is refused with a 400 or a realtime error, and the cloud
+    /// goes on. (Foundation's decoder traps on 513 unclosed `[`: one such body stopped the cloud.)
+    @Test func inputNestedPastTheParsersDepthIsRefusedAndTheCloudGoesOn() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false, cloudArguments: ["--bcrypt-cost", "4"])
+        defer { cluster.stop() }
+        let alice = try await cluster.login()
+        let unclosed = String(repeating: "[", count: 513)
+        let closed = String(repeating: "[", count: 600) + String(repeating: "]", count: 600)
+        let object = CloudPath.object(EntityKey(collection: "notes", id: "n1"))
+        for body in [unclosed, closed, #"{"data":"# + unclosed, #"{"data":{"a":"# + closed + "}}"] {
+            let answer = try await cluster.call(.PUT, object, json: body, token: alice)
+            #expect(answer.status == 400, "\(answer)")
+            #expect(try JSONDecoder().decode(ErrorResponse.self, from: Data(answer.body.utf8)).error.code == .badRequest)
+        }
+        for filter in [unclosed, #"{"a":"# + unclosed] {
+            let path = CloudPath.objects("notes") + "?where=" + filter.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            #expect(try await cluster.call(.GET, path, token: alice).status == 400)
+        }
+        // A page cursor is base64 of JSON.
+        let cursor = Data(unclosed.utf8).base64EncodedString().replacingOccurrences(of: "=", with: "")
+        #expect(try await cluster.call(.GET, CloudPath.objects("notes") + "?after=" + cursor, token: alice).status == 400)
+        try await withRealtimeConnection(to: cluster.cloudURL, token: alice) { send, next in
+            try await send(RawRealtimeFrame(text: unclosed))
+            let refused = try await next()
+            #expect(refused.op == .error && refused.code == .badRequest)
+            try await send(RawRealtimeFrame(text: #"{"op":"subscribe","ref":1,"topic":"query:notes?"# + unclosed + #""}"#))
+            let topic = try await next()
+            #expect(topic.op == .error && topic.code == .badRequest)
+            // The connection, and the cloud, go on.
+            try await send(RealtimeClientMessage(op: .subscribe, ref: 2, topic: .object(EntityKey(collection: "notes", id: "n1"))))
+            let ack = try await next()
+            #expect(ack.op == .ack && ack.ref == 2)
+        }
+        #expect(try await cluster.put("notes", "n1", ["text": "still here"], token: alice).version == 1)
+    }
+
     @Test func everyOperationAnswersAsTheSpecSays() async throws {
         let cluster = try await TestCluster.start(
             startDaemon: false,

@@ -23,11 +23,24 @@ func withRealtimeConnection(
     try await WebSocketClient.connect(url: url, configuration: configuration, logger: Logger(label: "test")) { inbound, outbound, _ in
         var iterator = inbound.messages(maxSize: 1 << 24).makeAsyncIterator()
         try await body(
-            { request in try await outbound.write(.text(String(decoding: try JSONEncoder().encode(request), as: UTF8.self))) },
+            { request in
+                let text = try (request as? RawRealtimeFrame)?.text ?? String(decoding: JSONEncoder().encode(request), as: UTF8.self)
+                try await outbound.write(.text(text))
+            },
             {
                 guard case .text(let text) = try await iterator.next() else { throw ClusterError("the realtime connection closed") }
                 return try JSONDecoder().decode(RealtimeServerMessage.self, from: Data(text.utf8))
             }
         )
+    }
+}
+
+/// A frame sent as it is, not encoded (for input no encoder would write).
+struct RawRealtimeFrame: Encodable, Sendable {
+    let text: String
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(text)
     }
 }

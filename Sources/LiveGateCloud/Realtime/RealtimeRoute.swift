@@ -54,7 +54,7 @@ struct RealtimeRoute: Sendable {
         hub.recordRealtimeMessage()
         let frame: RealtimeClientFrame
         do {
-            frame = try JSONDecoder().decode(RealtimeClientFrame.self, from: Data(text.utf8))
+            frame = try CloudJSON.decode(RealtimeClientFrame.self, from: text)
         } catch {
             subscriber.send(
                 RealtimeHub.encode(
