@@ -4,6 +4,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import LiveCloudAPI
+import LiveJSON
 
 /// An error answered as `{"error": {...}}` with a 4xx/5xx status. Handlers throw it; Hummingbird writes it.
 struct CloudHTTPError: HTTPResponseError {
@@ -30,8 +31,18 @@ struct CloudHTTPError: HTTPResponseError {
 
 enum JSONResponse {
     static func make(_ status: HTTPResponse.Status, _ value: some Encodable) throws -> Response {
-        let data = try StoreText.bytes(value)
-        return Response(
+        body(status, try StoreText.bytes(value))
+    }
+
+    /// An entity (every write's answer), written member by member.
+    static func make(_ status: HTTPResponse.Status, _ entity: Entity) throws -> Response {
+        var writer = JSONWriter(capacity: 512)
+        try entity.write(into: &writer)
+        return body(status, writer.bytes)
+    }
+
+    private static func body(_ status: HTTPResponse.Status, _ data: [UInt8]) -> Response {
+        Response(
             status: status,
             headers: [.contentType: "application/json"],
             body: ResponseBody(byteBuffer: ByteBuffer(bytes: data))
