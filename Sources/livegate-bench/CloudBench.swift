@@ -43,7 +43,7 @@ extension Bench {
             let (second, secondBase, secondAccess) = try await startCloud(directory: directory + "/second", bin: bin, storage: storage)
             (other, listenBase, listenAccess) = (second, secondBase, secondAccess)
         } else if !queriesOnly {
-            try await measureCloudWrites(label, base: base, access: access)
+            try await measureCloudWrites(label, base: base, access: access, cloud: cloud)
         }
         if !queriesOnly {
             try await measureRealtime(label, writeBase: base, writeAccess: access, listenBase: listenBase, listenAccess: listenAccess)
@@ -53,9 +53,10 @@ extension Bench {
     }
 
     /// Write latency (one client, one write after the other); the rate with 8 and with 64 writers at once, with
-    /// the writes each store transaction took (group commit); and the latency of writes sent at half the
-    /// 64-writer rate (an open loop: each write at its time, whether or not the ones before were answered).
-    func measureCloudWrites(_ label: String, base: String, access: String) async throws {
+    /// the writes each store transaction took (group commit) and the CPU time the cloud (and this benchmark,
+    /// its client, on the same cores) spent per write; and the latency of writes sent at half the 64-writer
+    /// rate (an open loop: each write at its time, whether or not the ones before were answered).
+    func measureCloudWrites(_ label: String, base: String, access: String, cloud: Child) async throws {
         var latencies: [Double] = []
         let padding = String(repeating: "x", count: max(0, payloadBytes - 20))
         for n in 0..<1000 {
@@ -81,7 +82,7 @@ extension Bench {
             )
         )
         do {
-            try await measureConcurrentWrites(label, base: base, access: access, client: client, padding: padding)
+            try await measureConcurrentWrites(label, base: base, access: access, cloud: cloud, client: client, padding: padding)
         } catch {
             try? await client.shutdown()
             throw error
@@ -89,10 +90,18 @@ extension Bench {
         try await client.shutdown()
     }
 
-    private func measureConcurrentWrites(_ label: String, base: String, access: String, client: HTTPClient, padding: String) async throws {
+    private func measureConcurrentWrites(
+        _ label: String,
+        base: String,
+        access: String,
+        cloud: Child,
+        client: HTTPClient,
+        padding: String
+    ) async throws {
         var fullRate = 0.0
         for clients in [8, 64] {
             let before = try await cloudStats(base)
+            let (cloudCPU, ownCPU) = (cloud.cpuSeconds, Child.cpuSeconds(process: "self"))
             let seconds = try await concurrentWrites(
                 base: base,
                 access: access,
@@ -102,11 +111,14 @@ extension Bench {
                 client: client
             ) { _ in padding }
             let after = try await cloudStats(base)
+            let perWrite = { (seconds: Double) in String(format: "%.0f", seconds * 1e6 / 16_000) }
+            let (cloudPerWrite, ownPerWrite) = (perWrite(cloud.cpuSeconds - cloudCPU), perWrite(Child.cpuSeconds(process: "self") - ownCPU))
             fullRate = 16_000 / seconds
             let perTransaction = Double(after.objectWrites - before.objectWrites) / Double(max(1, after.writeTransactions - before.writeTransactions))
             say(
                 "cloud (\(label)) writes, \(clients) clients at once: \(Int(fullRate)) writes/s, "
-                    + "\(String(format: "%.1f", perTransaction)) writes per transaction"
+                    + "\(String(format: "%.1f", perTransaction)) writes per transaction, CPU µs a write: cloud \(cloudPerWrite), "
+                    + "this benchmark \(ownPerWrite)"
             )
         }
         let rate = fullRate / 2

@@ -16,7 +16,7 @@ extension Bench {
         let (cloud, base, access) = try await startCloud(directory: directory, bin: bin)
         defer { cloud.stop() }
 
-        try await measureCloudWrites("SQLite", base: base, access: access)
+        try await measureCloudWrites("SQLite", base: base, access: access, cloud: cloud)
         try await measureEngine(base: base, directory: directory, token: access)
         try await measureResultIndex(base: base, directory: directory, token: access)
     }

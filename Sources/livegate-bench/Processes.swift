@@ -42,8 +42,11 @@ final class Child: Sendable {
     }
 
     /// CPU time used so far (user + system), in seconds, from /proc.
-    var cpuSeconds: Double {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+    var cpuSeconds: Double { Self.cpuSeconds(process: String(pid)) }
+
+    /// CPU time used so far by a process (`self`: this one), in seconds, from /proc.
+    static func cpuSeconds(process: String) -> Double {
+        guard let stat = try? String(contentsOfFile: "/proc/\(process)/stat", encoding: .utf8),
             let end = stat.lastIndex(of: ")")
         else { return 0 }
         // After the command's closing parenthesis: state is field 3; utime and stime are fields 14 and 15.
