@@ -36,6 +36,19 @@ public enum CloudJSON {
     public static func decode<T: Decodable>(_ type: T.Type, from text: String) throws -> T {
         try decode(type, from: Array(text.utf8))
     }
+
+    /// A JSON value as `JSONDecoder` reads one (what the cloud and the cache store as text): LiveJSON's parser,
+    /// several times faster, or `JSONDecoder` for text the parser refuses, whose error it gives. Nesting beyond
+    /// ``JSONValue/maxParsingDepth`` is refused: `JSONDecoder` traps on it.
+    public static func value(_ text: String) throws -> JSONValue {
+        do {
+            return try JSONValue(parsing: text)
+        } catch  where error.isDepthLimit {
+            throw error
+        } catch {
+            return try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+        }
+    }
 }
 
 extension CloudJSON {

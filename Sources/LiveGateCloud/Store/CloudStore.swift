@@ -328,18 +328,8 @@ enum StoreText {
         return String(decoding: writer.bytes, as: UTF8.self)
     }
 
-    /// JSON text this cloud stored (``encode(_:)``), read back as a value: LiveJSON's parser (as `JSONDecoder`
-    /// reads it, several times faster), or `JSONDecoder` for text the parser refuses, whose error it gives. Nesting
-    /// beyond ``JSONValue/maxParsingDepth`` (which no request can store) is refused: `JSONDecoder` traps on it.
-    static func value(_ text: String) throws -> JSONValue {
-        do {
-            return try JSONValue(parsing: text)
-        } catch  where error.isDepthLimit {
-            throw error
-        } catch {
-            return try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
-        }
-    }
+    /// JSON text this cloud stored (``encode(_:)``), read back as a value (``CloudJSON/value(_:)``).
+    static func value(_ text: String) throws -> JSONValue { try CloudJSON.value(text) }
 
     /// Milliseconds since 1970 (wall clock: instances on several machines compare it), for expiries and ages.
     static func milliseconds() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }

@@ -196,7 +196,7 @@ final class CacheStore: Sendable {
             collection: row["collection"],
             id: row["id"],
             version: row["version"],
-            data: try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)),
+            data: try CloudJSON.value(text),
             createdAt: row["createdAt"],
             updatedAt: row["updatedAt"],
             deleted: row["deleted"]
