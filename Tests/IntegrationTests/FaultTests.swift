@@ -84,11 +84,14 @@ import Testing
         try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "fault") { daemon in
             let queue = Queue(try await daemon.observeObject(collection: "notes", id: "f4").changes)
             var seen = try await elements(queue, until: "fresh v1") { $0.dataStatus == .fresh && $0.snapshot?.version == 1 }
-            // The link goes down; meanwhile the log moves far past what it keeps, and the object changes.
-            try await cluster.fault(#"{"dropConnections":true,"refuseConnectionsForMs":1000}"#)
+            // The link goes down; meanwhile the log moves far past what it keeps, and the object changes. The
+            // cloud refuses the daemon until then (a refusal of fixed length lost the race to 101 writes on a
+            // loaded machine: the daemon was back before the log had moved past it).
+            try await cluster.fault(#"{"dropConnections":true,"refuseConnectionsForMs":60000}"#)
             try await eventually("the link to drop") { try await cluster.stats().connections == 0 }
             for n in 1...100 { try await cluster.put("notes", "other", ["n": .number(Double(n))], token: token) }
             try await cluster.put("notes", "f4", ["v": 2], token: token)
+            try await cluster.fault(#"{"refuseConnectionsForMs":0}"#)
 
             seen += try await elements(queue, until: "v2 after the resync") { $0.snapshot?.version == 2 && $0.loadingStatus == .loaded }
             let notice = try #require(seen.firstIndex { $0.resync == true }, "an explicit resync notice: \(seen)")
