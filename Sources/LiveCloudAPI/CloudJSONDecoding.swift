@@ -41,13 +41,7 @@ public enum CloudJSON {
     /// several times faster, or `JSONDecoder` for text the parser refuses, whose error it gives. Nesting beyond
     /// ``JSONValue/maxParsingDepth`` is refused: `JSONDecoder` traps on it.
     public static func value(_ text: String) throws -> JSONValue {
-        do {
-            return try JSONValue(parsing: text)
-        } catch  where error.isDepthLimit {
-            throw error
-        } catch {
-            return try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
-        }
+        try decode(JSONValue.self, from: Array(text.utf8), direct: { $0 })
     }
 }
 

@@ -4,7 +4,6 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import LiveCloudAPI
-import LiveJSON
 
 /// An error answered as `{"error": {...}}` with a 4xx/5xx status. Handlers throw it; Hummingbird writes it.
 struct CloudHTTPError: HTTPResponseError {
@@ -36,9 +35,7 @@ enum JSONResponse {
 
     /// An entity (every write's answer), written member by member.
     static func make(_ status: HTTPResponse.Status, _ entity: Entity) throws -> Response {
-        var writer = JSONWriter(capacity: 512)
-        try entity.write(into: &writer)
-        return body(status, writer.bytes)
+        body(status, try StoreText.bytes(entity))
     }
 
     private static func body(_ status: HTTPResponse.Status, _ data: [UInt8]) -> Response {

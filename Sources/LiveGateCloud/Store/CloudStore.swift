@@ -317,9 +317,13 @@ enum StoreText {
     }
 
     static func encode(_ entity: Entity) throws -> String {
+        String(decoding: try bytes(entity), as: UTF8.self)
+    }
+
+    static func bytes(_ entity: Entity) throws -> [UInt8] {
         var writer = JSONWriter(capacity: 512)
         try entity.write(into: &writer)
-        return String(decoding: writer.bytes, as: UTF8.self)
+        return writer.bytes
     }
 
     static func encode(_ message: RealtimeServerMessage) throws -> String {
