@@ -122,13 +122,13 @@ final class ObjectTopic: Sendable {
     }
 
     private struct State {
-        /// The tokens' shares, by event loop.
-        var shares: [ObjectIdentifier: ObjectTopicShare] = [:]
-        /// The share each token is in.
-        var members: [Int: ObjectTopicShare] = [:]
+        /// The tokens' shares, one per event loop with tokens (a few at most: an array, not a dictionary).
+        var shares: [ObjectTopicShare] = []
+        /// Tokens on the topic (each one's share is the caller's to name when it leaves).
+        var members = 0
         var nextID = 0
-        /// The latest change and its encoded body: what a joining token receives at once.
-        var last: (change: LiveObjectChange, body: ByteBuffer)?
+        /// The latest change: what a joining token receives at once.
+        var last: LiveObjectChange?
         var sdkToken: NotificationToken?
         var closed = false
     }
@@ -143,34 +143,36 @@ final class ObjectTopic: Sendable {
     }
 
     /// Adds a token; it receives the current state at once when there is one its filter admits (on its
-    /// connection's loop, before anything queued there after this call). Returns the subscriber id, or `nil`
-    /// when the topic has closed meanwhile (the caller retries on a new topic).
-    func add(_ subscriber: Subscriber) -> Int? {
-        state.withLock { state -> Int? in
+    /// connection's loop, before anything queued there after this call). Returns the subscriber id and its
+    /// share, which ``remove(_:from:)`` takes, or `nil` when the topic has closed meanwhile (the caller
+    /// retries on a new topic).
+    func add(_ subscriber: Subscriber) -> (id: Int, share: ObjectTopicShare)? {
+        state.withLock { state -> (Int, ObjectTopicShare)? in
             guard !state.closed else { return nil }
             state.nextID += 1
             let loop = ObjectIdentifier(subscriber.eventLoop)
             let share: ObjectTopicShare
-            if let existing = state.shares[loop] {
+            if let existing = state.shares.first(where: { ObjectIdentifier($0.eventLoop) == loop }) {
                 share = existing
             } else {
                 share = ObjectTopicShare(eventLoop: subscriber.eventLoop)
-                state.shares[loop] = share
+                state.shares.append(share)
             }
-            state.members[state.nextID] = share
+            state.members += 1
             // Queued under the lock, like every change: the share sees joins and changes in the topic's order.
             share.submit(.add(id: state.nextID, subscriber, last: state.last))
-            return state.nextID
+            return (state.nextID, share)
         }
     }
 
-    /// Removes a token. Returns `true` when it was the last one: the topic is then closed and its SDK
-    /// observation released.
-    func remove(_ id: Int) -> Bool {
+    /// Removes a token, once: `id` and `share` are what ``add(_:)`` returned for it. Returns `true` when it was
+    /// the last one: the topic is then closed and its SDK observation released.
+    func remove(_ id: Int, from share: ObjectTopicShare) -> Bool {
         let (isLast, token) = state.withLock { state -> (Bool, NotificationToken?) in
-            guard let share = state.members.removeValue(forKey: id) else { return (false, nil) }
+            guard state.members > 0 else { return (false, nil) }
+            state.members -= 1
             share.submit(.remove(id: id))
-            guard state.members.isEmpty, !state.closed else { return (false, nil) }
+            guard state.members == 0, !state.closed else { return (false, nil) }
             state.closed = true
             defer { state.sdkToken = nil }
             return (true, state.sdkToken)
@@ -189,7 +191,7 @@ final class ObjectTopic: Sendable {
         if release { sdkToken.invalidate() }
     }
 
-    var subscriberCount: Int { state.withLock { $0.members.count } }
+    var subscriberCount: Int { state.withLock { $0.members } }
 
     /// The SDK observation's handler: encode once, hand the same bytes to every event loop with tokens.
     func emit(_ change: LiveObjectChange) {
@@ -201,8 +203,8 @@ final class ObjectTopic: Sendable {
             return
         }
         state.withLock { state in
-            state.last = (change, body)
-            for share in state.shares.values { share.submit(.deliver(change, body)) }
+            state.last = change
+            for share in state.shares { share.submit(.deliver(change, body)) }
         }
     }
 }

@@ -14,6 +14,7 @@ final class ObjectTopicHub: Sendable {
     struct Subscription: Sendable {
         let topic: ObjectTopic
         let subscriberID: Int
+        let share: ObjectTopicShare
     }
 
     private let engine: LiveClient
@@ -56,13 +57,13 @@ final class ObjectTopicHub: Sendable {
                 topics[key] = topic
                 return (topic, true)
             }
-            guard let id = topic.add(subscriber) else {
+            guard let (id, share) = topic.add(subscriber) else {
                 // The topic closed between lookup and add: forget it and start over.
                 topics.withLock { if $0[key] === topic { $0[key] = nil } }
                 continue
             }
             if isNew { startObserving(topic) }
-            return Subscription(topic: topic, subscriberID: id)
+            return Subscription(topic: topic, subscriberID: id, share: share)
         }
     }
 
@@ -107,7 +108,7 @@ final class ObjectTopicHub: Sendable {
 
     /// Ends a token's subscription; the last token of a topic releases its SDK observation.
     func unsubscribe(_ subscription: Subscription) {
-        guard subscription.topic.remove(subscription.subscriberID) else { return }
+        guard subscription.topic.remove(subscription.subscriberID, from: subscription.share) else { return }
         topics.withLock { topics in
             if topics[subscription.topic.key] === subscription.topic { topics[subscription.topic.key] = nil }
         }

@@ -1,5 +1,6 @@
 // Licensed under the Apache License, Version 2.0.
 
+import LiveGateProtocol
 import LiveSDK
 import NIOCore
 import Synchronization
@@ -21,8 +22,9 @@ import Synchronization
 final class ObjectTopicShare: Sendable {
     enum Operation {
         case deliver(LiveObjectChange, ByteBuffer)
-        /// A token joins and receives `last` (the topic's latest change) at once when its filter admits it.
-        case add(id: Int, ObjectTopic.Subscriber, last: (change: LiveObjectChange, body: ByteBuffer)?)
+        /// A token joins and receives `last` (the topic's latest change) at once when its filter admits it,
+        /// encoded then (a topic keeps its latest change, not its bytes: ~300 bytes an object, for joins only).
+        case add(id: Int, ObjectTopic.Subscriber, last: LiveObjectChange?)
         case remove(id: Int)
 
         /// Whether the operation needs a task of its own, scheduled when it is queued (a joining token: see
@@ -42,12 +44,12 @@ final class ObjectTopicShare: Sendable {
     static let maxQueuedChanges = 1024
 
     let eventLoop: any EventLoop
-    private let subscribers: NIOLoopBoundBox<[Int: ObjectTopic.Subscriber]>
+    private let subscribers: NIOLoopBoundBox<IDTable<ObjectTopic.Subscriber>>
     private let queue = Mutex(Queue())
 
     init(eventLoop: any EventLoop) {
         self.eventLoop = eventLoop
-        subscribers = .makeBoxSendingValue([:], eventLoop: eventLoop)
+        subscribers = .makeBoxSendingValue(IDTable(), eventLoop: eventLoop)
     }
 
     /// How many changes were replaced by newer ones before this loop delivered them.
@@ -85,7 +87,14 @@ final class ObjectTopicShare: Sendable {
     private func run() {
         let operations = queue.withLock { queue -> [Operation] in
             guard !queue.segments.isEmpty else { return [] }
-            let segment = queue.segments.removeFirst()
+            let segment: [Operation]
+            if queue.segments.count == 1 {
+                // Nothing kept once idle: an empty array that held a segment keeps its storage, per topic.
+                segment = queue.segments[0]
+                queue.segments = []
+            } else {
+                segment = queue.segments.removeFirst()
+            }
             for operation in segment { if case .deliver = operation { queue.changes -= 1 } }
             return segment
         }
@@ -111,18 +120,19 @@ final class ObjectTopicShare: Sendable {
                 switch operation {
                 case .deliver: break
                 case .add(let id, var subscriber, let last):
-                    if let last, subscriber.admits(last.change) {
-                        if let notice = subscriber.gapNotice(before: last.change) {
+                    // The change was encoded when it was emitted (and logged there had that failed).
+                    if let last, subscriber.admits(last), let body = try? NotificationFrame.body(ObjectChangedBody(last)) {
+                        if let notice = subscriber.gapNotice(before: last) {
                             subscriber.outbox.offerOnLoop(token: subscriber.token, prefix: subscriber.prefix, body: notice)
                         }
-                        subscriber.outbox.offerOnLoop(token: subscriber.token, prefix: subscriber.prefix, body: last.body)
+                        subscriber.outbox.offerOnLoop(token: subscriber.token, prefix: subscriber.prefix, body: body)
                     }
                     if subscriber.filter.finished {
                         finished.append(subscriber.onFinished)
                     } else {
-                        table[id] = subscriber
+                        table.insert(subscriber, id: id)
                     }
-                case .remove(let id): table[id] = nil
+                case .remove(let id): table.remove(id)
                 }
             }
             if !changes.isEmpty { Self.deliver(changes, facts, bodies, to: &table, finished: &finished) }
@@ -137,40 +147,36 @@ final class ObjectTopicShare: Sendable {
         _ changes: [LiveObjectChange],
         _ facts: [ObjectTopic.ChangeFacts],
         _ bodies: SharedBodies,
-        to table: inout [Int: ObjectTopic.Subscriber],
+        to table: inout IDTable<ObjectTopic.Subscriber>,
         finished: inout [@Sendable () -> Void]
     ) {
         var finishedIDs: [Int] = []
         var admitted: [Int] = []
         admitted.reserveCapacity(changes.count)
-        // In place, by index: iterating `(id, var subscriber)` and writing each back copied every subscriber
-        // (four reference counts each) and, mutating the table it iterated, the whole table. The changes, too,
-        // are read in place by index: a copy of one counts references inside it, which both loops share.
-        var index = table.values.startIndex
-        while index != table.values.endIndex {
-            defer { index = table.values.index(after: index) }
+        // Each subscriber in place; the changes, too, are read in place by index: a copy of one counts
+        // references inside it, which both loops share.
+        table.updateEach { id, subscriber in
             admitted.removeAll(keepingCapacity: true)
             for position in facts.indices {
                 // Most tokens decide from the facts; only a stateful filter (fields, once) reads the change.
-                if table.values[index].admits(facts[position]) ?? table.values[index].filter.admit(changes[position]) {
+                if subscriber.admits(facts[position]) ?? subscriber.filter.admit(changes[position]) {
                     admitted.append(position)
                 }
             }
-            guard !admitted.isEmpty else { continue }
-            if table.values[index].checksSinceGap, let notice = table.values[index].gapNotice(before: changes[admitted[0]]) {
-                table.values[index].outbox.offerOnLoop(token: table.values[index].token, prefix: table.values[index].prefix, body: notice)
+            guard !admitted.isEmpty else { return }
+            if subscriber.checksSinceGap, let notice = subscriber.gapNotice(before: changes[admitted[0]]) {
+                subscriber.outbox.offerOnLoop(token: subscriber.token, prefix: subscriber.prefix, body: notice)
             }
-            // Fields read in place (a `let` copy of the subscriber would count its references again).
-            table.values[index].outbox.offerOnLoop(
-                token: table.values[index].token,
-                prefix: table.values[index].prefix,
+            subscriber.outbox.offerOnLoop(
+                token: subscriber.token,
+                prefix: subscriber.prefix,
                 bodies: bodies,
                 admitted: admitted.count == bodies.count ? nil : admitted
             )
-            if table.values[index].filter.finished { finishedIDs.append(table.keys[index]) }
+            if subscriber.filter.finished { finishedIDs.append(id) }
         }
         for id in finishedIDs {
-            if let subscriber = table.removeValue(forKey: id) { finished.append(subscriber.onFinished) }
+            if let subscriber = table.remove(id) { finished.append(subscriber.onFinished) }
         }
     }
 }

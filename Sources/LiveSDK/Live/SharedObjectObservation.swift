@@ -17,7 +17,7 @@ final class SharedObjectObservation: Sendable {
 
     private struct Inner {
         var state: LiveObjectState
-        var observers: [Int: Observer] = [:]
+        var observers = IDTable<Observer>()
         var nextID = 0
     }
 
@@ -37,7 +37,7 @@ final class SharedObjectObservation: Sendable {
             var observer = Observer(filter: ObserverFilter(options: options), handler: handler)
             var initial: LiveObjectChange?
             if inner.state.hasStarted, observer.filter.admit(inner.state.current) { initial = inner.state.current }
-            if !observer.filter.finished { inner.observers[inner.nextID] = observer }
+            if !observer.filter.finished { inner.observers.insert(observer, id: inner.nextID) }
             return (inner.nextID, initial)
         }
         if let initial { handler(initial) }
@@ -48,7 +48,7 @@ final class SharedObjectObservation: Sendable {
     @discardableResult
     func remove(_ id: Int) -> Bool {
         inner.withLock { inner in
-            inner.observers[id] = nil
+            inner.observers.remove(id)
             return inner.observers.isEmpty
         }
     }
@@ -65,14 +65,12 @@ final class SharedObjectObservation: Sendable {
         let deliveries = inner.withLock { inner -> [(Handler, LiveObjectChange)] in
             guard let change = event(&inner.state) else { return [] }
             var out: [(Handler, LiveObjectChange)] = []
-            for (id, var observer) in inner.observers {
+            var finished: [Int] = []
+            inner.observers.updateEach { id, observer in
                 if observer.filter.admit(change) { out.append((observer.handler, change)) }
-                if observer.filter.finished {
-                    inner.observers[id] = nil
-                } else {
-                    inner.observers[id] = observer
-                }
+                if observer.filter.finished { finished.append(id) }
             }
+            for id in finished { inner.observers.remove(id) }
             return out
         }
         for (handler, change) in deliveries { handler(change) }
