@@ -58,7 +58,7 @@ extension LiveClient {
     }
 
     private func cancelFetch(_ id: Int) {
-        guard let waiter = fetchWaiters.removeValue(forKey: id) else { return }
+        guard let waiter = fetchWaiters.removeValueShrinking(forKey: id) else { return }
         waiter.continuation.resume(returning: (.failure(Self.fetchCancelled(waiter.key)), nil, nil))
     }
 
@@ -75,6 +75,7 @@ extension LiveClient {
         while !fetchQueue.isEmpty {
             let ids = fetchQueue.prefix(ReadObjectsRequest.maximumKeys)
             fetchQueue.removeFirst(ids.count)
+            if fetchQueue.isEmpty { fetchQueue = [] }  // the storage a burst grew it to, given back
             let batch = ids.compactMap { id in fetchWaiters[id].map { (id, $0.key, $0.checkpoint) } }
             guard !batch.isEmpty else { continue }
             var keys: [EntityKey] = []
@@ -114,7 +115,7 @@ extension LiveClient {
                 storeFailure = error
             }
             for (id, key, _) in batch {
-                guard let waiter = fetchWaiters.removeValue(forKey: id) else { continue }  // cancelled meanwhile
+                guard let waiter = fetchWaiters.removeValueShrinking(forKey: id) else { continue }  // cancelled meanwhile
                 let result = results[key] ?? .failure(Self.fetchCancelled(key))
                 if case .success = result {
                     waiter.continuation.resume(returning: (result, readAt, storeFailure))

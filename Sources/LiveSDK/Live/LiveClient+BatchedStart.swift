@@ -41,6 +41,7 @@ extension LiveClient {
         while !startWaiters.isEmpty {
             let batch = Array(startWaiters.prefix(Self.startBatchLimit))
             startWaiters.removeFirst(batch.count)
+            if startWaiters.isEmpty { startWaiters = [] }  // the storage a burst grew it to, given back
             let keys = Array(Set(batch.map(\.key)))
             let outcome: Result<[EntityKey: ObservationStart], LiveError>
             do {

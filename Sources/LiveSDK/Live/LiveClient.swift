@@ -335,7 +335,7 @@ public actor LiveClient {
         guard observations[key] != nil else { return }
         let topic = Topic.object(key)
         var checkpoint: Int64?
-        if let read = startCheckpoints.removeValue(forKey: key) {
+        if let read = startCheckpoints.removeValueShrinking(forKey: key) {
             checkpoint = read  // read with the observation's start
         } else {
             do {
@@ -361,7 +361,7 @@ public actor LiveClient {
         case .resumed:
             return  // caughtUp follows the replay
         case .subscribed, .refused:
-            if awaitingCatchUp.remove(key) != nil { observations[key]?.apply { $0.resumeAbandoned() } }
+            if awaitingCatchUp.removeShrinking(key) != nil { observations[key]?.apply { $0.resumeAbandoned() } }
             await refresh(key)
         }
     }
@@ -377,11 +377,11 @@ public actor LiveClient {
             return
         }
         fetching.insert(key)
-        defer { fetching.remove(key) }
+        defer { fetching.removeShrinking(key) }
         var failures = 0
         var subscribeAfterRead = subscribingFromTheRead
         while observations[key] === observation {
-            refetchWanted.remove(key)
+            refetchWanted.removeShrinking(key)
             // `loading` once: a retry after a failure stays `error` until it succeeds, rather than telling
             // observers loading/error again at every attempt.
             if failures == 0 { observation.apply { $0.fetchStarted() } }
@@ -445,7 +445,7 @@ public actor LiveClient {
         }
         let outcome = await realtime.acquire(topic, readAsOf: readAt)
         if case .resumed = outcome { return true }  // caughtUp follows the replay
-        if awaitingCatchUp.remove(key) != nil { observations[key]?.apply { $0.resumeAbandoned() } }
+        if awaitingCatchUp.removeShrinking(key) != nil { observations[key]?.apply { $0.resumeAbandoned() } }
         switch outcome {
         case .resumed, .deferred: return true
         case .readAgain, .refused: return false
@@ -467,8 +467,8 @@ public actor LiveClient {
     private func releaseIfUnobserved(_ key: EntityKey) async {
         guard let observation = observations[key], observation.isUnobserved else { return }
         observations[key] = nil
-        awaitingCatchUp.remove(key)
-        startCheckpoints[key] = nil
+        awaitingCatchUp.removeShrinking(key)
+        startCheckpoints.removeValueShrinking(forKey: key)
         await realtime.release(.object(key))
     }
 
@@ -576,7 +576,7 @@ public actor LiveClient {
             await applyRemoteChange(entity, seq: seq, topic: topic, previous: previous)
         case .caughtUp(let topic):
             if case .collection(let collection) = topic { await collectionsCaughtUp(collection) }
-            guard case .object(let key) = topic, awaitingCatchUp.remove(key) != nil else { return }
+            guard case .object(let key) = topic, awaitingCatchUp.removeShrinking(key) != nil else { return }
             observations[key]?.apply { $0.caughtUp() }
         }
     }

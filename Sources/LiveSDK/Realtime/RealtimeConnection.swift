@@ -156,7 +156,7 @@ actor RealtimeConnection {
     private func subscribe(_ topic: Topic, from resumeFrom: Int64?) async -> SubscribeAnswer {
         subscribing[topic] = []
         let answer = await send(.subscribe, topic, since: resumeFrom)
-        for waiter in subscribing.removeValue(forKey: topic) ?? [] { waiter.resume() }
+        for waiter in subscribing.removeValueShrinking(forKey: topic) ?? [] { waiter.resume() }
         guard let answer else { return .noAnswer }
         if answer.op == .error {
             machine.abandon(topic)
@@ -231,12 +231,12 @@ actor RealtimeConnection {
 
     private func expire(_ topic: Topic, _ generation: Int) async {
         guard lingerGeneration[topic] == generation else { return }  // released again later: its own linger runs
-        lingerGeneration[topic] = nil
+        lingerGeneration.removeValueShrinking(forKey: topic)
         let outcome = machine.expire(topic)
         guard outcome.dropped else { return }
         lastSeq[topic] = nil
         lastEventSeq[topic] = nil
-        replayRemaining[topic] = nil
+        replayRemaining.removeValueShrinking(forKey: topic)
         if outcome.unsubscribe { _ = await send(.unsubscribe, topic) }
     }
 
@@ -420,7 +420,7 @@ actor RealtimeConnection {
         switch message.op {
         case .ack:
             guard let ref = message.ref else { return }
-            if let topic = resuming.removeValue(forKey: ref), message.resync != true, let replayed = message.replayed {
+            if let topic = resuming.removeValueShrinking(forKey: ref), message.resync != true, let replayed = message.replayed {
                 // The replay follows this ack; the topic is caught up after it (at once when empty).
                 if replayed == 0 {
                     events.yield(.caughtUp(topic))
@@ -457,7 +457,7 @@ actor RealtimeConnection {
             }
             if let remaining = replayRemaining[topic] {
                 if remaining <= 1 {
-                    replayRemaining[topic] = nil
+                    replayRemaining.removeValueShrinking(forKey: topic)
                     events.yield(.caughtUp(topic))
                 } else {
                     replayRemaining[topic] = remaining - 1
@@ -481,8 +481,8 @@ actor RealtimeConnection {
         outgoing.append(RealtimeClientMessage(op: op, ref: ref, topic: topic, since: since))
         await writeOutgoing()
         // The actor is reentrant: the answer may already have arrived while the write was suspended.
-        if let early = earlyAnswers.removeValue(forKey: ref) { return early }
-        let wasUnsent = unsent.remove(ref) != nil
+        if let early = earlyAnswers.removeValueShrinking(forKey: ref) { return early }
+        let wasUnsent = unsent.removeShrinking(ref) != nil
         // Not sent, or sent on a connection that is gone (a new one may be up already): no answer will come.
         guard !wasUnsent, writer != nil, connection == connectionGeneration else { return nil }
         return await withCheckedContinuation { pendingAcks[ref] = $0 }
@@ -505,6 +505,7 @@ actor RealtimeConnection {
                 requests.append(request)
             }
             outgoing.removeFirst(requests.count)
+            if outgoing.isEmpty { outgoing = [] }  // the storage a burst grew it to, given back
             guard let writer else {
                 failed(requests)
                 continue
@@ -526,8 +527,8 @@ actor RealtimeConnection {
     /// Requests that were not sent: their waiters (if waiting already) get `nil`, and so do those still to wait.
     private func failed(_ requests: [RealtimeClientMessage]) {
         for request in requests {
-            resuming[request.ref] = nil
-            if let continuation = pendingAcks.removeValue(forKey: request.ref) {
+            resuming.removeValueShrinking(forKey: request.ref)
+            if let continuation = pendingAcks.removeValueShrinking(forKey: request.ref) {
                 continuation.resume(returning: nil)
             } else {
                 unsent.insert(request.ref)
@@ -541,7 +542,7 @@ actor RealtimeConnection {
             awaitedRef = nil
             if !outgoing.isEmpty { Task { await self.writeOutgoing() } }
         }
-        if let continuation = pendingAcks.removeValue(forKey: ref) {
+        if let continuation = pendingAcks.removeValueShrinking(forKey: ref) {
             continuation.resume(returning: answer)
         } else if ref <= nextRef {
             earlyAnswers[ref] = answer
