@@ -109,9 +109,12 @@ public enum LiveWrite: Sendable, Equatable {
 /// state without it).
 public struct LiveObjectState: Sendable {
     /// What observers see: `confirmed` with the pending writes applied.
-    public private(set) var current: LiveObjectChange
+    public var current: LiveObjectChange { shown?.change ?? confirmed }
     /// The state as the cloud confirmed it.
     private var confirmed: LiveObjectChange
+    /// `current` when it is not `confirmed` (writes pending, a rejection's error): most of the time it is, and
+    /// a second copy inline cost every observed object ~150 bytes.
+    private var shown: Shown?
     /// Writes of this host not yet confirmed, in the order they were made, by outbox id.
     public private(set) var pending: [(id: Int64, write: LiveWrite)] = []
     private var key: EntityKey?
@@ -124,8 +127,7 @@ public struct LiveObjectState: Sendable {
     public private(set) var hasStarted = false
 
     public init(key: EntityKey? = nil) {
-        current = LiveObjectChange(snapshot: nil, dataStatus: .notExist, loadingStatus: .notLoading)
-        confirmed = current
+        confirmed = LiveObjectChange(snapshot: nil, dataStatus: .notExist, loadingStatus: .notLoading)
         self.key = key
     }
 
@@ -153,7 +155,7 @@ public struct LiveObjectState: Sendable {
         pending.removeAll { $0.id == id }
         guard var change = commit(confirmed, force: true) else { return nil }
         change.error = error
-        current = change
+        shown = Shown(change)
         return change
     }
 
@@ -283,6 +285,7 @@ public struct LiveObjectState: Sendable {
     private mutating func commit(_ next: LiveObjectChange, force: Bool = false) -> LiveObjectChange? {
         var next = next
         if !force { next.resync = false }  // a notice is one emission; what follows is ordinary state
+        let emitted = current
         confirmed = next
         var visible = next
         if !pending.isEmpty, let key = key ?? next.snapshot?.key {
@@ -292,9 +295,16 @@ public struct LiveObjectState: Sendable {
             visible.dataStatus = snapshot == nil ? .notExist : (next.dataStatus == .fresh ? .fresh : .local)
             visible.pendingWrites = true
         }
-        guard force || visible != current else { return nil }
-        current = visible
+        // Not emitted when nothing changed: what observers see stays what it was, which equals `visible`.
+        shown = visible.pendingWrites ? Shown(visible) : nil
+        guard force || visible != emitted else { return nil }
         return visible
+    }
+
+    /// An emitted change kept apart from the confirmed state; immutable, so copies of the state share it.
+    private final class Shown: Sendable {
+        let change: LiveObjectChange
+        init(_ change: LiveObjectChange) { self.change = change }
     }
 }
 
