@@ -197,8 +197,11 @@ struct QueryOptions: ParsableArguments {
                 throw ValidationError("--where takes FIELD=JSON, e.g. channel='\"c1\"' or rank=3, not \(filter)")
             }
             let text = String(filter[filter.index(after: equals)...])
-            guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) else {
-                throw ValidationError("--where \(filter): the value must be JSON (quote strings: channel='\"c1\"')")
+            let value: JSONValue
+            do {
+                value = try JSONValue(parsing: text)
+            } catch {
+                throw ValidationError("--where \(filter): the value must be JSON (quote strings: channel='\"c1\"'): \(error)")
             }
             filters[String(filter[..<equals])] = value
         }
@@ -322,13 +325,11 @@ struct Patch: AsyncParsableCommand {
     @Option(help: "Patch only if the stored version is exactly this.") var ifVersion: Int64?
 
     func validate() throws {
-        guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(data.utf8)), value.isObject else {
-            throw ValidationError("the patch must be a JSON object, e.g. '{\"done\": true}'")
-        }
+        _ = try jsonObjectArgument(data, what: "the patch", example: #"'{"done": true}'"#)
     }
 
     func run() async throws {
-        let value = try JSONDecoder().decode(JSONValue.self, from: Data(data.utf8))
+        let value = try jsonObjectArgument(data, what: "the patch", example: #"'{"done": true}'"#)
         try await withDaemon(connection) { daemon in
             let snapshot = try await daemon.update(collection: collection, id: id, data: value, ifVersion: ifVersion, merge: true)
             print("\(snapshot.collection)/\(snapshot.id) is now at version \(snapshot.version)")
@@ -351,13 +352,11 @@ struct Put: AsyncParsableCommand {
     @Flag(help: "Print the stored snapshot as JSON.") var json = false
 
     func validate() throws {
-        guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(data.utf8)), value.isObject else {
-            throw ValidationError("the data must be a JSON object, e.g. '{\"text\": \"hello\"}'")
-        }
+        _ = try jsonObjectArgument(data, what: "the data", example: #"'{"text": "hello"}'"#)
     }
 
     func run() async throws {
-        let value = try JSONDecoder().decode(JSONValue.self, from: Data(data.utf8))
+        let value = try jsonObjectArgument(data, what: "the data", example: #"'{"text": "hello"}'"#)
         try await withDaemon(connection) { daemon in
             let snapshot = try await daemon.update(collection: collection, id: id, data: value, ifVersion: ifVersion, merge: merge)
             print(json ? jsonText(snapshot) : "\(snapshot.collection)/\(snapshot.id) is now at version \(snapshot.version)")
@@ -378,4 +377,17 @@ struct Delete: AsyncParsableCommand {
             print("\(collection)/\(id) deleted (version \(version))")
         }
     }
+}
+
+/// A JSON object given as an argument, read with LiveJSON's parser: its nesting is bounded as the daemon's is
+/// (Foundation's decoder stopped the program on 513 unclosed brackets).
+func jsonObjectArgument(_ text: String, what: String, example: String) throws -> JSONValue {
+    let value: JSONValue
+    do {
+        value = try JSONValue(parsing: text)
+    } catch {
+        throw ValidationError("\(what) must be a JSON object, e.g. \(example): \(error)")
+    }
+    guard value.isObject else { throw ValidationError("\(what) must be a JSON object, e.g. \(example)") }
+    return value
 }

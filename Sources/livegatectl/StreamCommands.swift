@@ -21,7 +21,7 @@ struct Stream: AsyncParsableCommand {
 
     /// A message argument: JSON when it parses as JSON, else the text itself as a JSON string.
     static func message(_ text: String) -> JSONValue {
-        (try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))) ?? .string(text)
+        (try? JSONValue(parsing: text)) ?? .string(text)
     }
 
     static func describe(_ sent: StreamSendResult) -> String {

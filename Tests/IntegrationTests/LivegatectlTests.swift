@@ -47,6 +47,11 @@ import Testing
         // 64 (EX_USAGE): usage.
         let usage = try ctl(cluster, ["list", "tasks", "--where", "nonsense"])
         #expect(usage.status == 64 && usage.output.contains("FIELD=JSON"), "\(usage.output)")
+        // A JSON argument that does not parse: where it went wrong, and why (nested past the daemon's limit).
+        let typo = try ctl(cluster, ["put", "tasks", "t", #"{"text": hello}"#])
+        #expect(typo.status == 64 && typo.output.contains("expected a value at byte 9"), "\(typo.output)")
+        let deep = try ctl(cluster, ["put", "tasks", "t", #"{"a":"# + String(repeating: "[", count: 600)])
+        #expect(deep.status == 64 && deep.output.contains("nested deeper than 512 levels"), "\(deep.output)")
         // 3: no daemon there.
         let away = try runToCompletion(TestCluster.binDirectory + "/livegatectl", ["status", "--socket", cluster.directory + "/none.sock"])
         #expect(away.status == 3 && away.output.contains("cannot connect"), "\(away.output)")
