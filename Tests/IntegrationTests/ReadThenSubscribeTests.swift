@@ -36,4 +36,40 @@ import Testing
             withExtendedLifetime(second) {}
         }
     }
+
+    /// A burst of more new observations than may await their subscription at once: no more than that many do,
+    /// and every one is subscribed (those that waited their turn too), reading nothing twice.
+    @Test func aBurstBeyondTheSubscriptionsInFlightIsSubscribedWholeAndNoWiderThanThem() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false)
+        defer { cluster.stop() }
+        let count = LiveClient.subscriptionsInFlight + 500
+        try await withEngine(cluster) { engine in
+            try await eventually("the engine's realtime link") { await engine.connectionStatus == .connected }
+            let before = try await cluster.stats()
+            let loaded = Received<EntityKey>()
+            // All at once, as the daemon starts a connection's pipelined observations (each `observe` returns
+            // once its start is read from the cache, with a batch of others).
+            let tokens = await withTaskGroup(of: NotificationToken.self) { group in
+                for index in 0..<count {
+                    // Objects that do not exist: read and subscribed all the same, at no cost to the cloud's store.
+                    group.addTask {
+                        await engine.object(collection: "burst", id: "o\(index)").observe { change in
+                            if change.loadingStatus == .loaded { loaded.add(EntityKey(collection: "burst", id: "o\(index)")) }
+                        }
+                    }
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+            try await loaded.wait(for: "every observation read") { Set($0).count == count }
+            try await eventually("every topic subscribed", timeout: .seconds(60)) {
+                try await cluster.stats().subscriptions.keys.count(where: { $0.hasPrefix("object:burst/") }) == count
+            }
+            let most = await engine.subscriptionGate.mostRunning
+            #expect(most <= LiveClient.subscriptionsInFlight, "\(most) subscriptions awaited their answer at once")
+            #expect(most >= LiveClient.subscriptionsInFlight / 2, "the burst went through the gate wide (\(most) at most)")
+            let reads = try await cluster.stats().readRequests - before.readRequests
+            #expect(reads <= count / 50, "\(reads) read requests for \(count) objects")
+            withExtendedLifetime(tokens) {}
+        }
+    }
 }

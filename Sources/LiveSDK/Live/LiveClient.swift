@@ -91,6 +91,8 @@ public actor LiveClient {
     var startsReading = false
     /// The checkpoint each new observation's start read, for its activation (which resumes from it).
     var startCheckpoints: [EntityKey: Int64?] = [:]
+    /// New observations' subscriptions at once (see LiveClient+SubscriptionGate.swift).
+    var subscriptionGate = SubscriptionGate()
     public private(set) var connectionStatus: ConnectionStatus = .offline
     private var connectionObservers: [Int: @Sendable (ConnectionStatus) -> Void] = [:]
     private var nextConnectionObserver = 0
@@ -357,7 +359,7 @@ public actor LiveClient {
                 return nil
             }
         }
-        switch await realtime.acquire(topic, since: checkpoint) {
+        switch await gatedSubscription({ await realtime.acquire(topic, since: checkpoint) }) {
         case .resumed:
             return  // caughtUp follows the replay
         case .subscribed, .refused:
@@ -403,7 +405,7 @@ public actor LiveClient {
                 failures = 0
                 if subscribeAfterRead, observations[key] === observation {
                     subscribeAfterRead = false
-                    if !(await subscribe(key, readAt: readAt)) { refetchWanted.insert(key) }
+                    if !(await gatedSubscription({ await subscribe(key, readAt: readAt) })) { refetchWanted.insert(key) }
                 }
                 if !refetchWanted.contains(key) { break }
             } catch {

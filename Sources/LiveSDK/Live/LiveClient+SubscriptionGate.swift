@@ -1,0 +1,47 @@
+// Licensed under the Apache License, Version 2.0.
+
+import LiveCloudAPI
+
+/// How many new observations await their topic's subscription at once (after their read, or resuming from
+/// the cache's checkpoint). Each waits in a task whose frames down to the realtime connection's send take
+/// ~11 KB of the task allocator's slabs until the cloud answers; the subscriptions go out a batch at a time
+/// (``RealtimeClientBatch/maximumRequests``), so a burst of 10,000 new observations held them all at once
+/// (a burst of 100,000: 2.2 GB at its peak, and what stayed, interleaved with them, fragmented the heap). The
+/// rest wait, in order, before entering that chain; two batches' worth keeps one batch in flight and the next
+/// full. The reads are not held back: an observation is fresh before its subscription is made.
+extension LiveClient {
+    static let subscriptionsInFlight = 2 * RealtimeClientBatch.maximumRequests
+
+    struct SubscriptionGate {
+        var running = 0
+        /// The most that ever ran at once.
+        var mostRunning = 0
+        var waiters: [CheckedContinuation<Void, Never>] = []
+        /// Index of the next waiter to resume (``waiters`` is consumed from the front).
+        var next = 0
+    }
+
+    /// Runs `subscribe` once fewer than ``subscriptionsInFlight`` others run.
+    func gatedSubscription<T>(_ subscribe: () async -> T) async -> T {
+        if subscriptionGate.running < Self.subscriptionsInFlight {
+            subscriptionGate.running += 1
+        } else {
+            // Resumed by a subscription that ends, which hands its place over (the count stays).
+            await withCheckedContinuation { subscriptionGate.waiters.append($0) }
+        }
+        subscriptionGate.mostRunning = max(subscriptionGate.mostRunning, subscriptionGate.running)
+        let result = await subscribe()
+        if subscriptionGate.next < subscriptionGate.waiters.count {
+            let waiter = subscriptionGate.waiters[subscriptionGate.next]
+            subscriptionGate.next += 1
+            if subscriptionGate.next == subscriptionGate.waiters.count {
+                subscriptionGate.waiters = []
+                subscriptionGate.next = 0
+            }
+            waiter.resume()
+        } else {
+            subscriptionGate.running -= 1
+        }
+        return result
+    }
+}
