@@ -68,6 +68,22 @@ private func entity(_ version: Int64, _ text: String = "v", deleted: Bool = fals
         #expect(!state.skipsVersions(entity(12)), "a replay is told at its end")
     }
 
+    /// Read fresh, then subscribed from the read: what the replay brings is told once, at its end, and observers
+    /// see the read's version until then (the live-semantics CI run caught a version lost here).
+    @Test func changesReplayedAfterAReadAreToldAtTheCatchUp() throws {
+        var state = LiveObjectState()
+        _ = state.started(cached: nil, fetching: true)
+        _ = state.fetchSucceeded(entity(1))
+        state.resumeStarted()
+        #expect(state.remoteChanged(entity(2)) == nil, "replayed silently")
+        #expect(state.current.snapshot?.version == 1, "observers still see what was told")
+        let told = state.caughtUp()
+        let caughtUp = try #require(told, "the catch-up tells the replay's outcome")
+        #expect(caughtUp.snapshot?.version == 2 && caughtUp.dataStatus == .fresh && caughtUp.loadingStatus == .loaded)
+        #expect(state.current == caughtUp)
+        #expect(state.remoteChanged(entity(3))?.snapshot?.version == 3, "then live")
+    }
+
     @Test func nothingCachedStartsNotExistLoading() throws {
         var state = LiveObjectState()
         let firstEmitted = state.started(cached: nil, fetching: true)

@@ -112,8 +112,8 @@ public struct LiveObjectState: Sendable {
     public var current: LiveObjectChange { shown?.change ?? confirmed }
     /// The state as the cloud confirmed it.
     private var confirmed: LiveObjectChange
-    /// `current` when it is not `confirmed` (writes pending, a rejection's error): most of the time it is, and
-    /// a second copy inline cost every observed object ~150 bytes.
+    /// `current` when it is not `confirmed` (writes pending, a rejection's error, changes replayed silently
+    /// until a catch-up): most of the time it is, and a second copy inline cost every observed object ~150 bytes.
     private var shown: Shown?
     /// Writes of this host not yet confirmed, in the order they were made, by outbox id.
     public private(set) var pending: [(id: Int64, write: LiveWrite)] = []
@@ -273,7 +273,8 @@ public struct LiveObjectState: Sendable {
         next.error = nil
         if catchingUp || !hasStarted {
             // Replayed: emitted with the catch-up. Not started yet (heard while the cache was read): emitted
-            // by the start, which keeps it over an older cached copy.
+            // by the start, which keeps it over an older cached copy. Observers still see what was emitted.
+            if shown == nil { shown = Shown(current) }
             confirmed = next
             return nil
         }
