@@ -118,10 +118,20 @@ final class CheckerClient: Sendable {
         var statsPendingWrites: Int?
         /// Tokens whose invalidation was sent and not answered yet.
         var invalidating: Set<Int64> = []
+        /// Objects observed anew during the run (``observeAnew(_:)``), beyond the plans, oldest first: kept
+        /// across connections as the plans are.
+        var anew: [String] = []
     }
 
+    /// How many objects observed anew a client keeps; observing one more ends the oldest's token.
+    static let anewKept = 3
+
     let name: String
-    let plans: [Plan]
+    private let initialPlans: [Plan]
+    /// What the client keeps observing: its initial plans and the objects it observed anew.
+    var plans: [Plan] { state.withLock { plans(in: $0) } }
+
+    private func plans(in state: State) -> [Plan] { initialPlans + state.anew.map { .object(id: $0) } }
     private let log: CheckerLog
     private let ledger: WriteLedger
     private let state = Mutex(State())
@@ -129,7 +139,7 @@ final class CheckerClient: Sendable {
 
     init(name: String, plans: [Plan], log: CheckerLog, ledger: WriteLedger) {
         self.name = name
-        self.plans = plans
+        self.initialPlans = plans
         self.log = log
         self.ledger = ledger
     }
@@ -200,6 +210,24 @@ final class CheckerClient: Sendable {
                 .observe(plan)
             )
         }
+    }
+
+    /// Observes `id` with a new token and keeps it observed (across connections too); beyond ``anewKept`` such
+    /// objects, the oldest one's token is ended.
+    func observeAnew(_ id: String) async throws {
+        let ended = state.withLock { state -> [Int64] in
+            state.anew.append(id)
+            guard state.anew.count > Self.anewKept else { return [] }
+            let oldest = state.anew.removeFirst()
+            let tokens = state.tokens.compactMap { token, kind -> Int64? in
+                guard case .object(let t) = kind, t.id == oldest, !state.invalidating.contains(token) else { return nil }
+                return token
+            }
+            state.invalidating.formUnion(tokens)
+            return tokens
+        }
+        for token in ended { try await send("token.invalidate", ["token": .number(Double(token))], .invalidate(token: token)) }
+        try await observe(.object(id: id))
     }
 
     /// A random action on the client's current tokens: page a window, or end a token and observe it again.
@@ -369,7 +397,7 @@ final class CheckerClient: Sendable {
     /// The plans whose observation failed and must be made again (their tokens are not held).
     func missingPlans() -> [Plan] {
         state.withLock { state in
-            plans.filter { plan in
+            plans(in: state).filter { plan in
                 let pending = state.requests.values.contains { request in
                     if case .observe(let p, _) = request { return "\(p)" == "\(plan)" }
                     return false

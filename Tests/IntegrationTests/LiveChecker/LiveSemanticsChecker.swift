@@ -13,7 +13,10 @@ import Synchronization
 /// A run is phases of a few seconds: remote writers change items (rank, group, deletions), clients write
 /// through the daemon, page their windows and observe again; one or two faults strike (realtime drops, the
 /// cloud refusing connections or REST calls, the cloud killed and restarted, the daemon killed or stopped and
-/// restarted, a client that stops reading). Then writes and faults stop, and the checker waits for every
+/// restarted, a client that stops reading). Now and then a client observes an object the daemon has never
+/// held while the remote writer creates it and writes it again at once: the engine reads a new object and
+/// subscribes its topic from the read, and those writes land between the two (the window where a version
+/// replayed after the read must still be told). Then writes and faults stop, and the checker waits for every
 /// token to show the cloud's data, `count` and paging flags exactly, for the daemon's token count to equal
 /// the tokens the clients hold and its outbox to be empty; then every write must have been applied once
 /// (``WriteLedger``). A daemon stopped with SIGTERM (as a fault, and at the end of the run) must exit with
@@ -34,10 +37,11 @@ struct LiveSemanticsChecker {
         var localWrites = 0
         var notifications = 0
         var settleChecks = 0
+        var objectsObservedAnew = 0
         var description: String {
             let faultText = faults.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue) \($0.value)" }.joined(separator: ", ")
             return
-                "\(phases) phases, \(faults.values.reduce(0, +)) faults (\(faultText)), \(remoteWrites) remote and \(localWrites) local writes, \(notifications) notifications checked, \(settleChecks) settled states compared"
+                "\(phases) phases, \(faults.values.reduce(0, +)) faults (\(faultText)), \(remoteWrites) remote and \(localWrites) local writes, \(objectsObservedAnew) objects observed anew under writes, \(notifications) notifications checked, \(settleChecks) settled states compared"
         }
     }
 
@@ -46,6 +50,8 @@ struct LiveSemanticsChecker {
     /// The faults a schedule draws from.
     var faults: [Fault] = Fault.allCases
     let itemCount = 30
+    /// At most this many objects made during a run (observed anew as they are written).
+    let newItemLimit = 120
 
     func run() async throws -> (Figures, [String], CheckerLog) {
         var random = SeededGenerator(seed: seed)
@@ -57,7 +63,7 @@ struct LiveSemanticsChecker {
         var figures = Figures()
         let ids = (0..<itemCount).map { "i\($0)" }
         let ledger = WriteLedger()
-        var remote = try await RemoteWriter(cluster: cluster, ledger: ledger)
+        var remote = try await RemoteWriter(cluster: cluster, ledger: ledger, ids: ids)
         for id in ids {
             _ = try await remote.put(
                 id,
@@ -92,7 +98,6 @@ struct LiveSemanticsChecker {
             let (remoteCount, localCount) = try await runPhase(
                 cluster: cluster,
                 clients: clients,
-                ids: ids,
                 faults: faults,
                 remote: &remote,
                 seed: phaseSeed,
@@ -106,6 +111,7 @@ struct LiveSemanticsChecker {
             if !log.violations.isEmpty { break }
         }
         figures.notifications = log.notifications
+        figures.objectsObservedAnew = remote.ids.count - itemCount
         for client in clients { client.disconnect() }
         if log.violations.isEmpty, let problem = cluster.stopDaemonCleanly() { log.violation(problem) }
         return (figures, log.violations, log)
@@ -115,7 +121,6 @@ struct LiveSemanticsChecker {
     private func runPhase(
         cluster: TestCluster,
         clients: [CheckerClient],
-        ids: [String],
         faults: [Fault],
         remote: inout RemoteWriter,
         seed: UInt64,
@@ -134,11 +139,11 @@ struct LiveSemanticsChecker {
                 schedule.removeFirst()
                 try await strike(next.fault, cluster: cluster, clients: clients, random: &random, log: log)
             }
-            let id = ids.randomElement(using: &random)!
-            switch Int.random(in: 0..<20, using: &random) {
-            case 0:
+            let id = remote.ids.randomElement(using: &random)!
+            switch Int.random(in: 0..<40, using: &random) {
+            case 0, 1:
                 if try await remote.delete(id) { remoteCount += 1 }
-            case 1..<4:
+            case 1..<8:
                 let client = clients.randomElement(using: &random)!
                 if client.isConnected {
                     try? await client.write(
@@ -148,20 +153,48 @@ struct LiveSemanticsChecker {
                     )
                     localCount += 1
                 }
-            case 4..<6:
+            case 8..<12:
                 let client = clients.randomElement(using: &random)!
                 if client.isConnected { try? await client.act(using: &random) }
+            case 12 where remote.ids.count < itemCount + newItemLimit:
+                let client = clients.randomElement(using: &random)!
+                guard client.isConnected else { break }
+                remoteCount += try await observeAnewUnderWrites(client, remote: &remote, random: &random, log: log)
             default:
-                let data: JSONValue = [
-                    "group": .string(Self.groups.randomElement(using: &random)!),
-                    "rank": .number(Double(Int.random(in: 0..<50, using: &random))),
-                ]
-                if try await remote.put(id, data) { remoteCount += 1 }
+                if try await remote.put(id, randomData(using: &random)) { remoteCount += 1 }
             }
             try await Task.sleep(for: .milliseconds(Int.random(in: 5...40, using: &random)))
             try await reconnect(clients, cluster: cluster)
         }
         return (remoteCount, localCount)
+    }
+
+    private func randomData(using random: inout SeededGenerator) -> JSONValue {
+        ["group": .string(Self.groups.randomElement(using: &random)!), "rank": .number(Double(Int.random(in: 0..<50, using: &random)))]
+    }
+
+    /// A client observes an object the daemon has never held (its observation reads the object, then subscribes
+    /// its topic from the read) while the remote writer makes it and writes it again at once, without waiting
+    /// for the observation's answer: some of those writes land between the read and the subscription, and are
+    /// replayed to the daemon. Observed before it exists (told `notExist`, then each version) or just after its
+    /// first write. Returns the writes applied.
+    private func observeAnewUnderWrites(
+        _ client: CheckerClient,
+        remote: inout RemoteWriter,
+        random: inout SeededGenerator,
+        log: CheckerLog
+    ) async throws -> Int {
+        let id = "n\(remote.ids.count - itemCount)"
+        let observeFirst = Bool.random(using: &random)
+        log.note("\(client.name) observes \(id) anew under writes (\(observeFirst ? "before" : "after") it is made)")
+        if observeFirst { try? await client.observeAnew(id) }
+        var applied = 0
+        if try await remote.put(id, randomData(using: &random)) { applied += 1 }
+        if !observeFirst { try? await client.observeAnew(id) }
+        for _ in 0..<Int.random(in: 1...4, using: &random) {
+            if try await remote.put(id, randomData(using: &random)) { applied += 1 }
+        }
+        return applied
     }
 
     private func strike(_ fault: Fault, cluster: TestCluster, clients: [CheckerClient], random: inout SeededGenerator, log: CheckerLog) async throws {
@@ -245,15 +278,19 @@ struct RemoteWriter {
     let cluster: TestCluster
     let ledger: WriteLedger
     private var token: String
+    /// The objects written so far (the run's first ones, then those made during it), live or deleted.
+    private(set) var ids: [String]
 
-    init(cluster: TestCluster, ledger: WriteLedger) async throws {
+    init(cluster: TestCluster, ledger: WriteLedger, ids: [String]) async throws {
         self.cluster = cluster
         self.ledger = ledger
+        self.ids = ids
         token = try await cluster.login()
     }
 
     /// A write; `false` when it was not applied, or the cloud did not answer it (a fault).
     mutating func put(_ id: String, _ data: JSONValue) async throws -> Bool {
+        if !ids.contains(id) { ids.append(id) }
         let body = String(decoding: try JSONEncoder().encode(PutObjectRequest(data: data)), as: UTF8.self)
         return try await write(.PUT, id, json: body)
     }
@@ -294,8 +331,7 @@ struct RemoteWriter {
     /// Every live item of the collection as the cloud stores it now (retrying through a restart of it).
     mutating func liveItems() async throws -> [String: CheckedItem] {
         var items: [String: CheckedItem] = [:]
-        for n in 0..<30 {
-            let id = "i\(n)"
+        for id in ids {
             let path = CloudPath.object(EntityKey(collection: LiveSemanticsChecker.collection, id: id))
             var attempt = 0
             while true {
