@@ -75,9 +75,9 @@ public actor LiveClient {
     /// The loop the engine runs on (see ``EngineLoop``).
     let engineLoop: EngineLoop
     public nonisolated var unownedExecutor: UnownedSerialExecutor { engineLoop.serialExecutor }
-    private let realtimeEvents: RealtimeEventQueue
-    private let commands: AsyncStream<Command>
-    let commandSink: AsyncStream<Command>.Continuation
+    private let realtimeEvents: BatchQueue<RealtimeEvent>
+    /// What the engine's loop is asked to do (``Command``), taken a batch at a time by ``runOnEngineLoop()``.
+    let commandSink = BatchQueue<Command>()
     var observations: [EntityKey: SharedObjectObservation] = [:]
     private var fetching: Set<EntityKey> = []
     private var refetchWanted: Set<EntityKey> = []
@@ -180,7 +180,7 @@ public actor LiveClient {
         cacheMaxEntities = configuration.cacheMaxEntities.map { max(1, $0) }
         cloud = CloudClient(baseURL: configuration.cloudURL)
         session = Session(credentials: configuration.credentials, cloud: cloud, logger: logger)
-        realtimeEvents = RealtimeEventQueue()
+        realtimeEvents = BatchQueue<RealtimeEvent>()
         engineLoop = EngineLoop(group: configuration.eventLoopGroup)
         realtime = RealtimeConnection(
             cloudURL: configuration.cloudURL,
@@ -190,7 +190,6 @@ public actor LiveClient {
             linger: configuration.topicLinger,
             engineLoop: engineLoop
         )
-        (commands, commandSink) = AsyncStream.makeStream(of: Command.self)
         (outboxSignals, outboxSignal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -214,24 +213,26 @@ public actor LiveClient {
             group.addTask { await self.realtime.run() }
             group.addTask { await self.runOutbox() }
             group.addTask { await self.handleRealtimeEvents() }
-            for await command in commands {
-                switch command {
-                case .activate(let key):
-                    group.addTask { await self.activate(key) }
-                case .refresh(let key):
-                    group.addTask { await self.refresh(key) }
-                case .release(let key):
-                    await self.releaseIfUnobserved(key)
-                case .activateCollection(let window):
-                    group.addTask { await self.activateCollection(window) }
-                case .refreshCollection(let window):
-                    group.addTask { await self.refreshCollection(window) }
-                case .refillCollection(let window):
-                    group.addTask { await self.refreshCollection(window, quiet: true) }
-                case .extendCollection(let window):
-                    group.addTask { await self.extendCollection(window) }
-                case .releaseCollection(let window):
-                    await self.releaseCollectionIfUnobserved(window)
+            while let batch = await commandSink.next() {
+                for command in batch {
+                    switch command {
+                    case .activate(let key):
+                        group.addTask { await self.activate(key) }
+                    case .refresh(let key):
+                        group.addTask { await self.refresh(key) }
+                    case .release(let key):
+                        await self.releaseIfUnobserved(key)
+                    case .activateCollection(let window):
+                        group.addTask { await self.activateCollection(window) }
+                    case .refreshCollection(let window):
+                        group.addTask { await self.refreshCollection(window) }
+                    case .refillCollection(let window):
+                        group.addTask { await self.refreshCollection(window, quiet: true) }
+                    case .extendCollection(let window):
+                        group.addTask { await self.extendCollection(window) }
+                    case .releaseCollection(let window):
+                        await self.releaseCollectionIfUnobserved(window)
+                    }
                 }
             }
             group.cancelAll()
@@ -475,7 +476,7 @@ public actor LiveClient {
     }
 
     /// Handles the realtime connection's events in order, a batch at a time (everything that arrived while the
-    /// engine was busy: see ``RealtimeEventQueue``).
+    /// engine was busy: see ``BatchQueue``).
     private func handleRealtimeEvents() async {
         while let batch = await realtimeEvents.next() { await handle(batch) }
     }

@@ -73,13 +73,13 @@ actor RealtimeConnection {
     nonisolated var unownedExecutor: UnownedSerialExecutor { engineLoop.serialExecutor }
     private let session: Session
     private let logger: Logger
-    private let events: RealtimeEventQueue
+    private let events: BatchQueue<RealtimeEvent>
 
     init(
         cloudURL: String,
         session: Session,
         logger: Logger,
-        events: RealtimeEventQueue,
+        events: BatchQueue<RealtimeEvent>,
         linger: Duration = .seconds(2),
         engineLoop: EngineLoop = EngineLoop(group: MultiThreadedEventLoopGroup.singleton)
     ) {

@@ -2,17 +2,21 @@
 
 import Synchronization
 
-/// The realtime connection's events on their way to the engine, taken in batches: everything that arrived
-/// while the engine was busy, in order.
+/// Work on its way to the engine, taken in batches: everything that arrived while the engine was busy, in
+/// order. The engine's commands (observations to start, fetch or release) and the realtime connection's
+/// events each go through one.
 ///
 /// The connection reads every message its socket has buffered before the engine runs again (both on the
 /// engine's loop), so a burst of cloud events reaches the engine as one batch, and the engine pays once per
 /// batch what it paid per event: one cache transaction, one wake-up of each client loop
-/// (``LiveClient/handle(_:)-(RealtimeEvent)``). Unbounded like the `AsyncStream` it replaces: the
-/// producer is the socket, which NIO stops reading while the engine (on the same thread) is busy.
-final class RealtimeEventQueue: Sendable {
+/// (``LiveClient/handle(_:)-(RealtimeEvent)``). Unbounded like the `AsyncStream`s it replaces: the realtime
+/// events' producer is the socket, which NIO stops reading while the engine (on the same thread) is busy, and
+/// the commands' are the observations themselves. Unlike an `AsyncStream`, whose buffer keeps the capacity of
+/// its longest backlog, a batch's storage is given back once the batch is done: a burst of 100,000 new
+/// observations had left ~100 bytes per observed object in the command stream's buffer for good.
+final class BatchQueue<Element: Sendable>: Sendable {
     private struct State {
-        var events: [RealtimeEvent] = []
+        var elements: [Element] = []
         var waiter: CheckedContinuation<Void, Never>?
         var cancelled = false
     }
@@ -21,33 +25,33 @@ final class RealtimeEventQueue: Sendable {
 
     init() {}
 
-    /// Queues `event`; wakes the engine if it waits.
-    func yield(_ event: RealtimeEvent) {
+    /// Queues `element`; wakes the consumer if it waits.
+    func yield(_ element: Element) {
         let waiter = state.withLock { state in
-            state.events.append(event)
+            state.elements.append(element)
             defer { state.waiter = nil }
             return state.waiter
         }
         waiter?.resume()
     }
 
-    /// Every event queued, in order; waits for one when none is. `nil` once the calling task is cancelled.
+    /// Every element queued, in order; waits for one when none is. `nil` once the calling task is cancelled.
     ///
-    /// The batch is taken when the engine runs, not when it is woken: what arrived in between joins it.
+    /// The batch is taken when the consumer runs, not when it is woken: what arrived in between joins it.
     /// One consumer at a time.
-    func next() async -> [RealtimeEvent]? {
+    func next() async -> [Element]? {
         while true {
-            let taken: [RealtimeEvent]? = state.withLock { state in
+            let taken: [Element]? = state.withLock { state in
                 if Task.isCancelled || state.cancelled { return nil }
-                defer { state.events = [] }
-                return state.events
+                defer { state.elements = [] }
+                return state.elements
             }
             guard let taken else { return nil }
             if !taken.isEmpty { return taken }
             await withTaskCancellationHandler {
                 await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                     let resumeNow = state.withLock { state in
-                        if state.cancelled || !state.events.isEmpty { return true }
+                        if state.cancelled || !state.elements.isEmpty { return true }
                         state.waiter = continuation
                         return false
                     }
