@@ -37,6 +37,7 @@ final class ObjectTopicHub: Sendable {
         outbox: ConnectionOutbox,
         eventLoop: any EventLoop,
         token: Int64,
+        prefix: ByteBuffer,
         onFinished: @escaping @Sendable () -> Void
     ) async -> Subscription {
         var tokenOptions = options
@@ -45,7 +46,7 @@ final class ObjectTopicHub: Sendable {
             outbox: outbox,
             eventLoop: eventLoop,
             token: token,
-            prefix: NotificationFrame.prefix(method: NotificationMethod.objectChanged, token: token),
+            prefix: prefix,
             options: tokenOptions,
             sinceVersion: sinceVersion,
             onFinished: onFinished

@@ -17,6 +17,8 @@ import Synchronization
 final class ClientConnection: Sendable {
     let id: UInt64
     let outbox: ConnectionOutbox
+    /// The prefixes of this connection's `object.changed` notifications, a block of tokens at a time.
+    let objectChangedPrefixes = TokenPrefixes(method: NotificationMethod.objectChanged)
     let context: DaemonContext
     let logger: Logger
     /// The event loop this connection's channel runs on.

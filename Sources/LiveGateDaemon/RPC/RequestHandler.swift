@@ -214,6 +214,7 @@ struct RequestHandler {
             outbox: connection.outbox,
             eventLoop: connection.eventLoop,
             token: token,
+            prefix: connection.objectChangedPrefixes.prefix(token: token),
             onFinished: { connection.endToken(token) }
         )
         connection.tokenSubscribed(token, .object(subscription))
