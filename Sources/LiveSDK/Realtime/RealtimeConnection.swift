@@ -50,12 +50,8 @@ actor RealtimeConnection {
     private var unsent: Set<Int64> = []
     /// Counts connections lost: a request sent on an earlier connection gets no answer on a later one.
     private var connectionGeneration = 0
-    /// The last event sequence number seen per subscribed topic: where a resubscription resumes from.
-    private var lastSeq: [Topic: Int64] = [:]
-    /// The sequence number of the last event handed to the engine per subscribed topic (since it was
-    /// subscribed): the engine compares it with the last one it applied to know whether events are still
-    /// on their way to it (see ``lastEventSeq(of:)``).
-    private var lastEventSeq: [Topic: Int64] = [:]
+    // How far each subscribed topic was heard (where a resubscription resumes from, and the last event handed
+    // to the engine) is kept by `machine`, with the topic's references.
     /// Resuming subscriptions whose ack has not arrived yet, by request ref.
     private var resuming: [Int64: Topic] = [:]
     /// Topics whose first acquirer's subscription awaits the cloud's answer, with the later acquirers waiting
@@ -100,11 +96,12 @@ actor RealtimeConnection {
     var status: ConnectionStatus { machine.status }
 
     /// The last event sequence number seen on `topic` (or its subscription's baseline).
-    func lastSeq(of topic: Topic) -> Int64? { lastSeq[topic] }
+    func lastSeq(of topic: Topic) -> Int64? { machine.heard(topic)?.seq }
 
     /// The sequence number of the last event on `topic` handed to the engine, if one was since the topic was
-    /// subscribed. Until the engine has applied that one, ``lastSeq(of:)`` is ahead of what it holds.
-    func lastEventSeq(of topic: Topic) -> Int64? { lastEventSeq[topic] }
+    /// subscribed: the engine compares it with the last one it applied to know whether events are still on
+    /// their way to it. Until the engine has applied that one, ``lastSeq(of:)`` is ahead of what it holds.
+    func lastEventSeq(of topic: Topic) -> Int64? { machine.heard(topic)?.eventSeq }
 
     /// Takes a reference on `topic`; returns once the cloud answered the subscription, or at once when
     /// the connection is down or the topic was subscribed already (it is then subscribed on connect, and a
@@ -130,12 +127,13 @@ actor RealtimeConnection {
     /// is the first: the cloud replays what came after it, and no fetch is needed.
     func acquire(_ topic: Topic, since: Int64?) async -> AcquireOutcome {
         let first = !machine.wants(topic)
-        if first, let since, lastSeq[topic] == nil { lastSeq[topic] = since }
-        guard machine.acquire(topic) else {
+        let subscribeNow = machine.acquire(topic)
+        if first, let since { machine.heard(since, of: topic) }
+        guard subscribeNow else {
             if subscribing[topic] != nil { await withCheckedContinuation { subscribing[topic, default: []].append($0) } }
             return .subscribed
         }
-        switch await subscribe(topic, from: since.flatMap { _ in lastSeq[topic] }) {
+        switch await subscribe(topic, from: since.flatMap { _ in machine.heard(topic)?.seq }) {
         case .noAnswer, .notResumed: return .subscribed
         case .resumed: return .resumed
         case .refused(let answer): return .refused(answer)
@@ -160,13 +158,12 @@ actor RealtimeConnection {
         guard let answer else { return .noAnswer }
         if answer.op == .error {
             machine.abandon(topic)
-            lastSeq[topic] = nil
-            lastEventSeq[topic] = nil
+            machine.forgetHeard(topic)
             return .refused(answer)
         }
         if let seq = answer.seq {
             if resumeFrom != nil && answer.resync != true && answer.replayed != nil { return .resumed }
-            lastSeq[topic] = max(lastSeq[topic] ?? 0, seq)
+            machine.heard(seq, of: topic)
         }
         return .notResumed
     }
@@ -198,8 +195,9 @@ actor RealtimeConnection {
             if case .refused(let answer) = await acquire(topic, since: nil) { return .refused(answer) }
             return .readAgain
         }
-        lastSeq[topic] = seq
-        guard machine.acquire(topic) else { return .deferred }
+        let subscribeNow = machine.acquire(topic)
+        machine.heard(seq, of: topic)
+        guard subscribeNow else { return .deferred }
         switch await subscribe(topic, from: seq) {
         case .noAnswer: return .deferred  // the link went down: resubscribed on connect, from `seq`
         case .resumed: return .resumed
@@ -213,7 +211,7 @@ actor RealtimeConnection {
     /// so the cloud replays what changed after it (with continuity proven) instead of the engine fetching again
     /// after a resync notice. A topic with a baseline already, or no longer held, is left as it is.
     func read(_ topics: [Topic], asOf seq: Int64) {
-        for topic in topics where machine.wants(topic) && lastSeq[topic] == nil { lastSeq[topic] = seq }
+        for topic in topics { machine.heardFirst(seq, of: topic) }
     }
 
     /// Drops a reference on `topic`. When it was the last, the topic lingers for a moment, still subscribed:
@@ -233,9 +231,7 @@ actor RealtimeConnection {
         guard lingerGeneration[topic] == generation else { return }  // released again later: its own linger runs
         lingerGeneration.removeValueShrinking(forKey: topic)
         let outcome = machine.expire(topic)
-        guard outcome.dropped else { return }
-        lastSeq[topic] = nil
-        lastEventSeq[topic] = nil
+        guard outcome.dropped else { return }  // (what was heard of it went with it)
         replayRemaining.removeValueShrinking(forKey: topic)
         if outcome.unsubscribe { _ = await send(.unsubscribe, topic) }
     }
@@ -372,7 +368,7 @@ actor RealtimeConnection {
         // All at once: the requests go out batched, and their answers come back in order.
         let answers = await withTaskGroup(of: (Topic, Int64?, RealtimeServerMessage?).self) { group in
             for topic in topics {
-                let since = lastSeq[topic]
+                let since = machine.heard(topic)?.seq
                 group.addTask { (topic, since, await self.send(.subscribe, topic, since: since)) }
             }
             var answers: [(Topic, Int64?, RealtimeServerMessage?)] = []
@@ -385,7 +381,7 @@ actor RealtimeConnection {
                     resumed += 1
                 } else {
                     needRefresh.insert(topic)
-                    lastSeq[topic] = max(lastSeq[topic] ?? 0, seq)
+                    machine.heard(seq, of: topic)
                 }
             } else {
                 if let ack, ack.op == .error {
@@ -440,16 +436,12 @@ actor RealtimeConnection {
                 // The cloud ended a subscription it no longer allows (a stream ACL changed). Whoever
                 // subscribes again starts afresh: nothing sent meanwhile is replayed.
                 machine.subscriptionEnded(topic)
-                lastSeq[topic] = nil
-                lastEventSeq[topic] = nil
+                machine.forgetHeard(topic)
                 events.yield(.subscriptionRefused(topic, code: message.code, message: message.message ?? "subscription ended"))
             }
         case .event:
             guard let seq = message.seq, let topic = message.topic else { return }
-            if machine.wants(topic) {
-                lastSeq[topic] = max(lastSeq[topic] ?? 0, seq)
-                lastEventSeq[topic] = seq
-            }
+            machine.heardEvent(seq, of: topic)
             if let entity = message.entity {
                 events.yield(.entityChanged(seq: seq, topic: topic, entity: entity, previous: message.previous))
             } else if let streamMessage = message.streamMessage {

@@ -14,8 +14,8 @@ public enum ConnectionStatus: String, Sendable, Codable {
     case reconnecting
 }
 
-/// The realtime connection's state machine: which topics are wanted (reference-counted), whether the
-/// WebSocket is up, and when to try again. Pure: the shell performs the returned actions; time and
+/// The realtime connection's state machine: which topics are wanted (reference-counted) and how far each
+/// has been heard, whether the WebSocket is up, and when to try again. Pure: the shell performs the returned actions; time and
 /// randomness come in as parameters.
 public struct RealtimeConnectionStateMachine: Sendable {
     public enum Phase: Equatable, Sendable {
@@ -26,18 +26,67 @@ public struct RealtimeConnectionStateMachine: Sendable {
     }
 
     public private(set) var phase: Phase = .idle
-    /// Holders per topic; 0 while a released topic lingers (still subscribed, until it expires).
-    private var refCounts: [Topic: Int] = [:]
+    /// Per wanted topic: its holders and how far it has been heard. One table for both: at 100,000 observed
+    /// objects a table keyed by topic costs ~125 bytes an object, and there were three.
+    private var wanted: [Topic: Wanted] = [:]
     /// Held topics whose subscription the cloud ended (see ``subscriptionEnded(_:)``).
     private var endedByCloud: Set<Topic> = []
 
+    private struct Wanted {
+        /// Holders; 0 while a released topic lingers (still subscribed, until it expires).
+        var references: Int
+        var heard = Heard()
+    }
+
+    /// How far the connection has heard a wanted topic; forgotten with the topic.
+    public struct Heard: Equatable, Sendable {
+        /// What a subscription of the topic resumes from: the newest of its events heard, of the sequence
+        /// numbers its subscription's answer said, and of the reads it was subscribed from.
+        public var seq: Int64?
+        /// The newest of its events heard.
+        public var eventSeq: Int64?
+
+        public init(seq: Int64? = nil, eventSeq: Int64? = nil) {
+            self.seq = seq
+            self.eventSeq = eventSeq
+        }
+    }
+
     public init() {}
 
+    /// How far `topic` has been heard; `nil` when it is not wanted.
+    public func heard(_ topic: Topic) -> Heard? { wanted[topic]?.heard }
+
+    /// `topic` is heard as of `seq` (a subscription's answer, a read it resumes from), unless it was heard
+    /// further already. Nothing for a topic not wanted.
+    public mutating func heard(_ seq: Int64, of topic: Topic) {
+        guard let index = wanted.index(forKey: topic) else { return }
+        wanted.values[index].heard.seq = max(wanted.values[index].heard.seq ?? 0, seq)
+    }
+
+    /// `topic` is heard as of `seq` only if nothing was heard of it yet.
+    public mutating func heardFirst(_ seq: Int64, of topic: Topic) {
+        guard let index = wanted.index(forKey: topic), wanted.values[index].heard.seq == nil else { return }
+        wanted.values[index].heard.seq = seq
+    }
+
+    /// An event of `topic` at `seq` was heard.
+    public mutating func heardEvent(_ seq: Int64, of topic: Topic) {
+        guard let index = wanted.index(forKey: topic) else { return }
+        wanted.values[index].heard.seq = max(wanted.values[index].heard.seq ?? 0, seq)
+        wanted.values[index].heard.eventSeq = seq
+    }
+
+    /// Forgets how far `topic` was heard (its subscription ended: a new one starts from the cloud's head).
+    public mutating func forgetHeard(_ topic: Topic) {
+        wanted[topic]?.heard = Heard()
+    }
+
     /// The topics with at least one holder, and those lingering after their last holder left.
-    public var wantedTopics: Set<Topic> { Set(refCounts.keys) }
+    public var wantedTopics: Set<Topic> { Set(wanted.keys) }
 
     /// Whether `topic` is wanted (O(1): ``wantedTopics`` builds a set of them all).
-    public func wants(_ topic: Topic) -> Bool { refCounts[topic] != nil }
+    public func wants(_ topic: Topic) -> Bool { wanted[topic] != nil }
 
     /// What releasing a reference does.
     public enum Release: Equatable, Sendable {
@@ -63,11 +112,11 @@ public struct RealtimeConnectionStateMachine: Sendable {
     /// reference while connected, the topic not lingering); when not connected, the topic is subscribed on
     /// connect.
     public mutating func acquire(_ topic: Topic) -> Bool {
-        guard let count = refCounts[topic] else {
-            refCounts[topic] = 1
+        guard wanted[topic] != nil else {
+            wanted[topic] = Wanted(references: 1)
             return phase == .connected
         }
-        refCounts[topic] = count + 1
+        wanted[topic]?.references += 1
         // The cloud ended the subscription while it was held: a new holder subscribes again.
         return endedByCloud.remove(topic) != nil && phase == .connected
     }
@@ -75,27 +124,31 @@ public struct RealtimeConnectionStateMachine: Sendable {
     /// The cloud ended the subscription of a held topic on its own (a stream ACL no longer allows it). The
     /// holders keep their references; the next ``acquire(_:)`` (or the next connection) subscribes again.
     public mutating func subscriptionEnded(_ topic: Topic) {
-        if refCounts[topic] != nil { endedByCloud.insert(topic) }
+        if wanted[topic] != nil { endedByCloud.insert(topic) }
     }
 
     /// Drops one reference on `topic`.
     public mutating func release(_ topic: Topic) -> Release {
-        guard let count = refCounts[topic], count > 0 else { return .notHeld }
-        refCounts[topic] = count - 1
+        guard let count = wanted[topic]?.references, count > 0 else { return .notHeld }
+        wanted[topic]?.references = count - 1
         return count > 1 ? .held : .linger
     }
 
     /// Takes back a reference whose subscription the cloud refused: no linger (nothing is subscribed).
     public mutating func abandon(_ topic: Topic) {
-        guard let count = refCounts[topic] else { return }
-        refCounts[topic] = count > 1 ? count - 1 : nil
+        guard let count = wanted[topic]?.references else { return }
+        if count > 1 {
+            wanted[topic]?.references = count - 1
+        } else {
+            wanted[topic] = nil
+        }
     }
 
     /// The linger of a released topic is over. Returns whether it was dropped (no new holder came), and
     /// whether an `unsubscribe` must be sent now.
     public mutating func expire(_ topic: Topic) -> (dropped: Bool, unsubscribe: Bool) {
-        guard refCounts[topic] == 0 else { return (false, false) }
-        refCounts[topic] = nil
+        guard wanted[topic]?.references == 0 else { return (false, false) }
+        wanted[topic] = nil
         let ended = endedByCloud.remove(topic) != nil
         return (true, phase == .connected && !ended)
     }
