@@ -37,6 +37,37 @@ import Testing
         }
     }
 
+    /// Writes landing between a new observation's read and its subscription from that read are replayed by the
+    /// cloud, and each is told: the read was told `fresh`/`loaded`, so any later version must follow it one by
+    /// one (or after a resync notice). They were replayed silently and told once caught up: only the last, a
+    /// skip with no notice (found by the live-semantics checker once it observed objects anew under writes).
+    @Test func writesBetweenTheReadAndTheSubscriptionAreEachTold() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false)
+        defer { cluster.stop() }
+        let token = try await cluster.login()
+        try await cluster.put("posts", "w1", ["n": 1], token: token)
+        try await withEngine(cluster) { engine in
+            try await eventually("the engine's realtime link") { await engine.connectionStatus == .connected }
+            // The subscription from the read waits in the cloud, and replays from the read once handled.
+            try await cluster.fault(#"{"delayRealtimeRequestsMs":1000}"#)
+            let changes = Received<LiveObjectChange>()
+            let observation = await engine.object(collection: "posts", id: "w1").observe { changes.add($0) }
+            try await changes.wait(for: "fresh v1, the read") { $0.last?.dataStatus == .fresh && $0.last?.snapshot?.version == 1 }
+            try await cluster.put("posts", "w1", ["n": 2], token: token)
+            try await cluster.put("posts", "w1", ["n": 3], token: token)
+            try await cluster.fault(#"{"delayRealtimeRequestsMs":0}"#)
+            try await eventually("the object's topic subscribed") { try await cluster.stats().subscriptions["object:posts/w1"] == 1 }
+            try await changes.wait(for: "v3") { $0.last?.snapshot?.version == 3 }
+            let told = changes.all.filter { $0.dataStatus == .fresh && $0.loadingStatus == .loaded }.compactMap { $0.snapshot?.version }
+            #expect(
+                told == [1, 2, 3],
+                "fresh and loaded at v1, then every version after it: \(changes.all.map { "\($0.snapshot?.version ?? 0) \($0.dataStatus)/\($0.loadingStatus)" })"
+            )
+            #expect(!changes.all.contains { $0.resync }, "nothing was missed: no resync notice")
+            withExtendedLifetime(observation) {}
+        }
+    }
+
     /// A burst of more new observations than may await their subscription at once: no more than that many do,
     /// and every one is subscribed (those that waited their turn too), reading nothing twice.
     @Test func aBurstBeyondTheSubscriptionsInFlightIsSubscribedWholeAndNoWiderThanThem() async throws {

@@ -10,6 +10,7 @@ final class FaultInjector: Sendable {
         var failNextRequests = 0
         var loseNextWriteAnswers = 0
         var requestDelay: Duration = .zero
+        var realtimeRequestDelay: Duration = .zero
     }
 
     private let state = Mutex(State())
@@ -28,6 +29,9 @@ final class FaultInjector: Sendable {
         }
     }
 
+    /// How long each realtime request (`subscribe`, `unsubscribe`, each of a batch) waits before it is handled.
+    var realtimeRequestDelay: Duration { state.withLock { $0.realtimeRequestDelay } }
+
     /// Whether the answer to an object write just applied is to be lost (replaced by a 503).
     func losesWriteAnswer() -> Bool {
         state.withLock { state in
@@ -45,6 +49,7 @@ final class FaultInjector: Sendable {
             if let count = request.failRequests { state.failNextRequests = count }
             if let count = request.loseWriteAnswers { state.loseNextWriteAnswers = count }
             if let milliseconds = request.delayRequestsMs { state.requestDelay = .milliseconds(milliseconds) }
+            if let milliseconds = request.delayRealtimeRequestsMs { state.realtimeRequestDelay = .milliseconds(milliseconds) }
         }
     }
 
@@ -66,6 +71,9 @@ struct FaultRequest: Codable, Sendable {
     var loseWriteAnswers: Int?
     /// Delay every REST call (but admin and stats) by this long; 0 ends it.
     var delayRequestsMs: Int?
+    /// Hold every realtime request (each of a batch) this long before handling it; 0 ends it. What a
+    /// subscription resuming from `since` replays is read after the wait: writes made meanwhile are in it.
+    var delayRealtimeRequestsMs: Int?
     /// Expire every access token now: their next use gets 401 `token_expired`.
     var expireTokens: Bool?
 }

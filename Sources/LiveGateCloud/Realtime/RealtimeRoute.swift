@@ -82,6 +82,7 @@ struct RealtimeRoute: Sendable {
     }
 
     private func handle(_ request: RealtimeClientMessage, from subscriber: RealtimeSubscriber, user: String, logger: Logger) async {
+        if let delay = faults?.realtimeRequestDelay, delay > .zero { try? await Task.sleep(for: delay) }
         switch request.op {
         case .subscribe:
             if let refusal = await refusal(of: request.topic, to: user, logger: logger) {

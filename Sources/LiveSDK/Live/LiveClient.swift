@@ -430,25 +430,21 @@ public actor LiveClient {
         }
     }
 
-    /// Subscribes the topic of an object just read as of event `readAt`, from there. Until the cloud has
-    /// replayed what changed since the read, its changes update the state silently and are told once caught up
-    /// (as after a resumption): a newer version brought meanwhile by a collection topic is not taken for a gap.
-    /// Returns whether the read stands; `false` when it must be read again (the cloud could not resume from it,
-    /// refused the subscription, or did not say what the read was as of).
+    /// Subscribes the topic of an object just read as of event `readAt`, from there: the cloud replays what
+    /// changed since the read, and each change is told as it comes, like any later change. (Observers were
+    /// told the read, `fresh`/`loaded`: replayed silently and told once caught up, two writes landing between
+    /// the read and the subscription told only the second, a skip with no resync notice, which the live-semantics
+    /// checker found. A newer version a collection topic brings before the replay of an older one is a gap as
+    /// any other: a resync notice, then the full state.) Returns whether the read stands; `false` when it must
+    /// be read again (the cloud could not resume from it, refused the subscription, or did not say what the
+    /// read was as of).
     private func subscribe(_ key: EntityKey, readAt: Int64?) async -> Bool {
         let topic = Topic.object(key)
         guard let readAt else {
             _ = await realtime.acquire(topic, since: nil)
             return false
         }
-        awaitingCatchUp.insert(key)
-        observations[key]?.apply { state in
-            state.resumeStarted()
-            return nil
-        }
         let outcome = await realtime.acquire(topic, readAsOf: readAt)
-        if case .resumed = outcome { return true }  // caughtUp follows the replay
-        if awaitingCatchUp.removeShrinking(key) != nil { observations[key]?.apply { $0.resumeAbandoned() } }
         switch outcome {
         case .resumed, .deferred: return true
         case .readAgain, .refused: return false
