@@ -23,13 +23,22 @@ public enum NotificationFrame {
     /// `{"jsonrpc":"2.0","method":"<method>","params":{"token":<token>,`
     public static func prefix(method: String, token: Int64, allocator: ByteBufferAllocator = ByteBufferAllocator()) -> ByteBuffer {
         var buffer = allocator.buffer(capacity: 64 + method.utf8.count)
+        writePrefix(method: method, token: token, to: &buffer)
+        return buffer
+    }
+
+    /// Writes ``prefix(method:token:allocator:)``'s bytes at the end of `buffer` (many tokens' prefixes in one
+    /// buffer: the daemon's `TokenPrefixes`).
+    public static func writePrefix(method: String, token: Int64, to buffer: inout ByteBuffer) {
         buffer.writeString("{\"jsonrpc\":\"2.0\",\"method\":\"")
         buffer.writeString(method)
         buffer.writeString("\",\"params\":{\"token\":")
         buffer.writeString(String(token))
         buffer.writeString(",")
-        return buffer
     }
+
+    /// The most bytes a prefix of `method` takes (a token of 20 characters, `Int64.min`).
+    public static func maximumPrefixBytes(method: String) -> Int { 48 + method.utf8.count + 20 }
 
     /// Encodes `body` (which must encode as a non-empty JSON object) as the shared part of a notification.
     public static func body(_ body: some Encodable) throws -> ByteBuffer {

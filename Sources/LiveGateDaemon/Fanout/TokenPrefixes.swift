@@ -32,12 +32,12 @@ final class TokenPrefixes: Sendable {
         }
     }
 
-    private let head: [UInt8]
+    private let method: String
     private let last = Mutex<Block?>(nil)
 
     /// Prefixes of `method`'s notifications (`object.changed`, say).
     init(method: String) {
-        head = Array("{\"jsonrpc\":\"2.0\",\"method\":\"\(method)\",\"params\":{\"token\":".utf8)
+        self.method = method
     }
 
     /// The prefix of `token`'s notifications: the same bytes as ``NotificationFrame/prefix(method:token:allocator:)``.
@@ -53,15 +53,11 @@ final class TokenPrefixes: Sendable {
     private func makeBlock(from first: Int64) -> Block {
         var buffer = ByteBufferAllocator().buffer(capacity: Self.blockBytes)
         var ends: [UInt16] = []
+        let most = NotificationFrame.maximumPrefixBytes(method: method)
         var token = first
-        while true {
-            let digits = Array(String(token).utf8)
-            let size = head.count + digits.count + 1
-            // The first always goes in (a prefix is far below a block's size), the rest while they fit.
-            guard ends.isEmpty || buffer.writableBytes >= size else { break }
-            buffer.writeBytes(head)
-            buffer.writeBytes(digits)
-            buffer.writeInteger(UInt8(ascii: ","))
+        // The first always goes in (a prefix is far below a block's size), the rest while room for any is left.
+        while ends.isEmpty || buffer.writableBytes >= most {
+            NotificationFrame.writePrefix(method: method, token: token, to: &buffer)
             ends.append(UInt16(buffer.readableBytes))
             guard token < Int64.max else { break }
             token += 1

@@ -143,7 +143,7 @@ struct LiveSemanticsChecker {
             switch Int.random(in: 0..<40, using: &random) {
             case 0, 1:
                 if try await remote.delete(id) { remoteCount += 1 }
-            case 1..<8:
+            case 2..<8:
                 let client = clients.randomElement(using: &random)!
                 if client.isConnected {
                     try? await client.write(
