@@ -13,8 +13,10 @@ import Synchronization
 /// The Unix-socket listener: adopts the socket systemd passes (socket activation) or binds its own, tells
 /// the service manager it is ready, and serves each connection in its own child task.
 ///
-/// On graceful shutdown it stops accepting, tells every client (`connection.closing`), lets their queues
-/// drain, and returns when all connections have ended.
+/// On graceful shutdown it closes the socket, serves what was accepted before, closes (unserved) what was
+/// accepted as it closed, tells every client (`connection.closing`), lets their queues drain, and returns
+/// when all connections have ended. Every accepted connection is closed through `executeThenClose`, held
+/// in ``AcceptedConnections`` until the accept loop takes it.
 struct IPCServer: Service {
     let context: DaemonContext
     let logger: Logger
@@ -33,16 +35,19 @@ struct IPCServer: Service {
         let bootstrap = ServerBootstrap(group: flushers.group)
             .serverChannelOption(.backlog, value: 1024)
             .childChannelOption(.writeBufferWaterMark, value: .init(low: 32 << 10, high: 256 << 10))
+        let accepted = AcceptedConnections<NIOAsyncChannel<InboundFrame, ByteBuffer>>()
         let initializer: @Sendable (any Channel) -> EventLoopFuture<NIOAsyncChannel<InboundFrame, ByteBuffer>> = { channel in
             channel.eventLoop.makeCompletedFuture {
                 // Limits are read per connection, so a reload applies to every connection opened after it.
                 let maxFrameBytes = settings.limits.maxFrameBytes
                 try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(JSONLineFrameDecoder(maxFrameBytes: maxFrameBytes)))
                 try channel.pipeline.syncOperations.addHandler(OutboxWriter(flusher: flushers.of(channel.eventLoop)))
-                return try NIOAsyncChannel(
-                    wrappingChannelSynchronously: channel,
-                    configuration: .init(inboundType: InboundFrame.self, outboundType: ByteBuffer.self)
-                )
+                return try accepted.admit(channel) {
+                    try NIOAsyncChannel(
+                        wrappingChannelSynchronously: channel,
+                        configuration: .init(inboundType: InboundFrame.self, outboundType: ByteBuffer.self)
+                    )
+                }
             }
         }
         let server: NIOAsyncChannel<NIOAsyncChannel<InboundFrame, ByteBuffer>, Never>
@@ -70,16 +75,34 @@ struct IPCServer: Service {
         connections.markServing()
 
         try await withThrowingDiscardingTaskGroup { group in
-            try await server.executeThenClose { inbound in
-                for try await child in inbound.cancelOnGracefulShutdown() {
-                    group.addTask {
-                        // Known before anything is logged, so every entry about the client names it.
-                        let peer = await PeerCredentials.of(child.channel)
-                        let connection = connections.add(context: context, eventLoop: child.channel.eventLoop, peer: peer, logger: logger)
-                        await connection.run(child)
-                        connections.remove(connection)
+            // On graceful shutdown the listener closes, and the loop serves what was accepted before (the
+            // stream ends after it) rather than being cancelled with connections still in the stream.
+            let listener = server.channel
+            var failure: (any Error)?
+            do {
+                try await withGracefulShutdownHandler {
+                    try await server.executeThenClose { inbound in
+                        for try await child in inbound where accepted.take(child.channel) {
+                            group.addTask {
+                                // Known before anything is logged, so every entry about the client names it.
+                                let peer = await PeerCredentials.of(child.channel)
+                                let connection = connections.add(context: context, eventLoop: child.channel.eventLoop, peer: peer, logger: logger)
+                                await connection.run(child)
+                                connections.remove(connection)
+                            }
+                        }
                     }
+                } onGracefulShutdown: {
+                    listener.close(promise: nil)
                 }
+            } catch {
+                if !Task.isCancelled { failure = error }
+            }
+            // Accepted as the listener closed (or the loop ended otherwise) and never taken: closed unserved.
+            let unserved = accepted.stop()
+            if !unserved.isEmpty { logger.debug("closing connections accepted as the socket closed", metadata: ["clients": "\(unserved.count)"]) }
+            for child in unserved {
+                group.addTask { try? await child.executeThenClose { _, _ in } }
             }
             // No more accepts: tell every client and let their queues drain.
             notifier.notify("STOPPING=1\nSTATUS=shutting down")
@@ -92,6 +115,7 @@ struct IPCServer: Service {
                 params: ConnectionClosingParams(code: .cloudUnavailable, message: "the daemon is shutting down; reconnect later")
             )
             connections.shutdownAll(final: goodbye)
+            if let failure { throw failure }
         }
         if ownsSocketFile { unlink(configuration.socketPath) }
         logger.info("stopped serving")
@@ -151,17 +175,22 @@ final class ConnectionRegistry: Sendable {
         var open: [UInt64: ClientConnection] = [:]
         var serving = false
         var socket: String?
+        /// Set by ``shutdownAll(final:)``: the goodbye for a connection added after it.
+        var closing: ByteBuffer?? = nil
     }
 
     private let state = Mutex(State())
 
+    /// A connection to serve; one added once shutdown began is told to close at once (it reads no request).
     func add(context: DaemonContext, eventLoop: any EventLoop, peer: PeerCredentials?, logger: Logger) -> ClientConnection {
-        state.withLock { state in
+        let (connection, closing) = state.withLock { state in
             state.next += 1
             let connection = ClientConnection(id: state.next, context: context, eventLoop: eventLoop, peer: peer, logger: logger)
             state.open[state.next] = connection
-            return connection
+            return (connection, state.closing)
         }
+        if let closing { connection.shutdown(final: closing) }
+        return connection
     }
 
     func remove(_ connection: ClientConnection) {
@@ -186,7 +215,12 @@ final class ConnectionRegistry: Sendable {
     /// How many tokens all open connections hold.
     var tokenCount: Int { state.withLock { Array($0.open.values) }.reduce(0) { $0 + $1.tokenCount } }
 
+    /// Tells every connection to close after its current request, and every one added from now on.
     func shutdownAll(final: ByteBuffer?) {
-        for connection in state.withLock({ Array($0.open.values) }) { connection.shutdown(final: final) }
+        let open = state.withLock { state in
+            state.closing = .some(final)
+            return Array(state.open.values)
+        }
+        for connection in open { connection.shutdown(final: final) }
     }
 }
