@@ -147,7 +147,9 @@ let package = Package(
             dependencies: [
                 "LiveCloudAPI", "LiveJSON",
                 .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 server("Hummingbird", "hummingbird"),
+                server("HummingbirdCore", "hummingbird"),
                 server("HummingbirdWebSocket", "hummingbird-websocket"),
                 server("HummingbirdBcrypt", "hummingbird-auth"),
                 server("GRDB", "GRDB.swift"),

@@ -103,7 +103,10 @@ func buildCloudApplication(
     return Application(
         router: router,
         // Realtime messages up to 1 MiB, in one frame or several (a batch of many subscriptions is one message).
-        server: .http1WebSocketUpgrade(webSocketRouter: router, configuration: .init(maxFrameSize: RealtimeClientBatch.maximumBytes)),
+        server: .cloudHTTP1WebSocketUpgrade(
+            webSocketRouter: router,
+            configuration: .init(ws: .init(maxFrameSize: RealtimeClientBatch.maximumBytes))
+        ),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "livegate-cloud"),
         services: services,
         onServerRunning: { channel in await onListening(channel.localAddress?.port ?? configuration.port) },

@@ -20,7 +20,7 @@ final class TestCluster: Sendable {
     let socketPath: String
     let notifySocketPath: String
     private let cloud: Mutex<Process>
-    private let cloudPort: Int
+    let cloudPort: Int
     private let daemon: Mutex<Process?>
     private let notifyFD: Int32
     static let username = "alice"
@@ -125,6 +125,28 @@ final class TestCluster: Sendable {
         let old = cloud.withLock { $0 }
         kill(old.processIdentifier, SIGKILL)
         old.waitUntilExit()
+    }
+
+    /// Stops the cloud with SIGTERM as a service manager does, and says what went wrong: `nil` when it exited
+    /// with status 0 within `deadline`, else how it ended (killed at the deadline), with the tail of its log.
+    func stopCloudCleanly(deadline: Duration) -> String? {
+        let process = cloud.withLock { $0 }
+        if process.isRunning { process.terminate() }
+        let clock = ContinuousClock()
+        let end = clock.now + deadline
+        while process.isRunning, clock.now < end { usleep(20_000) }
+        var problem: String?
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            problem = "still running \(deadline) after SIGTERM"
+        }
+        process.waitUntilExit()
+        if problem == nil, process.terminationReason != .exit || process.terminationStatus != 0 {
+            problem = process.terminationReason == .exit ? "exit status \(process.terminationStatus)" : "ended by signal \(process.terminationStatus)"
+        }
+        guard let problem else { return nil }
+        let tail = cloudLog.split(separator: "\n", omittingEmptySubsequences: false).suffix(40).joined(separator: "\n")
+        return "the cloud did not stop cleanly on SIGTERM: \(problem); its log ends:\n\(tail)"
     }
 
     /// Starts the cloud again (after ``killCloud()``) on the same port and storage.

@@ -34,15 +34,28 @@ final class RealtimeSubscriber: Sendable {
     }
 
     var wasCutOff: Bool { overflowed.withLock { $0 } }
-    /// Set when the server closes the connection on purpose (fault injection).
-    var wasDropped: Bool { dropped.withLock { $0 } }
-    private let dropped = Mutex(false)
+
+    /// Why the server closes the connection on purpose.
+    enum CloseReason: Sendable {
+        case faultInjection, shuttingDown
+
+        var message: String {
+            switch self {
+            case .faultInjection: "fault injection: connection dropped"
+            case .shuttingDown: "the cloud is shutting down; reconnect later"
+            }
+        }
+    }
+
+    /// Set when the server closes the connection on purpose.
+    var closeReason: CloseReason? { closing.withLock { $0 } }
+    private let closing = Mutex<CloseReason?>(nil)
 
     func finish() { sink.finish() }
 
-    /// Ends the stream so that the connection closes (fault injection).
-    func drop() {
-        dropped.withLock { $0 = true }
+    /// Ends the stream (what is queued is still written) so that the connection closes, saying why.
+    func close(_ reason: CloseReason) {
+        closing.withLock { $0 = $0 ?? reason }
         sink.finish()
     }
 }
@@ -253,7 +266,7 @@ final class RealtimeHub: Sendable {
 
     /// Closes every realtime connection (fault injection).
     func dropAll() {
-        for subscriber in state.withLock({ Array($0.subscribers.values) }) { subscriber.drop() }
+        for subscriber in state.withLock({ Array($0.subscribers.values) }) { subscriber.close(.faultInjection) }
     }
 
     func recordFetch(_ key: EntityKey) { recordFetches([key]) }

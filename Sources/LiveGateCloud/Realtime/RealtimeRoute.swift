@@ -6,6 +6,7 @@ import HummingbirdWebSocket
 import LiveCloudAPI
 import Logging
 import NIOWebSocket
+import ServiceLifecycle
 
 /// `GET /v1/realtime`: the WebSocket that carries subscriptions and events (see `Protocol/cloud/README.md`, Realtime).
 struct RealtimeRoute: Sendable {
@@ -30,21 +31,32 @@ struct RealtimeRoute: Sendable {
                 let user = (try? await auth.user(for: context.request)) ?? ""
                 let subscriber = hub.connect(user: user)
                 defer { hub.disconnect(subscriber) }
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask {
-                        for await text in subscriber.messages { try await outbound.write(.text(text)) }
-                        if subscriber.wasCutOff {
-                            context.logger.warning("realtime subscriber cut off: too slow")
-                            try await outbound.close(.policyViolation, reason: "too slow: event queue full")
-                        } else if subscriber.wasDropped {
-                            try await outbound.close(.goingAway, reason: "fault injection: connection dropped")
+                // On graceful shutdown the connection is closed (`goingAway`) once what is queued is written,
+                // so the cloud stops while clients are connected; they reconnect to its next run. Whichever
+                // side ends first ends the other: a close sent ends the reading too (the WebSocket layer then
+                // waits for the client's close, at most its close timeout, rather than for its next message).
+                try await withGracefulShutdownHandler {
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        group.addTask {
+                            for await text in subscriber.messages { try await outbound.write(.text(text)) }
+                            if subscriber.wasCutOff {
+                                context.logger.warning("realtime subscriber cut off: too slow")
+                                try await outbound.close(.policyViolation, reason: "too slow: event queue full")
+                            } else if let reason = subscriber.closeReason {
+                                try await outbound.close(.goingAway, reason: reason.message)
+                            }
                         }
+                        group.addTask {
+                            for try await message in inbound.messages(maxSize: RealtimeClientBatch.maximumBytes) {
+                                guard case .text(let text) = message else { continue }
+                                await handle(text, from: subscriber, user: user, logger: context.logger)
+                            }
+                        }
+                        try await group.next()
+                        group.cancelAll()
                     }
-                    for try await message in inbound.messages(maxSize: RealtimeClientBatch.maximumBytes) {
-                        guard case .text(let text) = message else { continue }
-                        await handle(text, from: subscriber, user: user, logger: context.logger)
-                    }
-                    group.cancelAll()
+                } onGracefulShutdown: {
+                    subscriber.close(.shuttingDown)
                 }
             }
         )

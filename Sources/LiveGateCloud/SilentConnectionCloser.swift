@@ -1,0 +1,65 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Hummingbird
+import HummingbirdCore
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// Hummingbird's HTTP/1 server with WebSocket upgrade, whose connections are closed on shutdown while their
+/// first request's head has not come in whole.
+///
+/// Hummingbird's graceful shutdown reaches a connection only once its first request's head is read, so a
+/// connection on which a client said nothing, or not all of a head (a TCP health check, a client's spare
+/// connection, a stalled peer), kept the cloud from stopping on SIGTERM until the service manager killed
+/// it. ``SilentConnectionCloser`` sits first in each connection's pipeline.
+struct CloudChildChannel: ServerChildChannel {
+    let base: HTTP1WebSocketUpgradeChannel
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<HTTP1WebSocketUpgradeChannel.Value> {
+        channel.eventLoop.makeCompletedFuture {
+            try channel.pipeline.syncOperations.addHandler(SilentConnectionCloser(), position: .first)
+        }.flatMap {
+            base.setup(channel: channel, logger: logger)
+        }
+    }
+
+    func handle(value: HTTP1WebSocketUpgradeChannel.Value, logger: Logger) async {
+        await base.handle(value: value, logger: logger)
+    }
+}
+
+extension HTTPServerBuilder {
+    /// `.http1WebSocketUpgrade(webSocketRouter:configuration:)` with ``CloudChildChannel``'s connections.
+    static func cloudHTTP1WebSocketUpgrade<WSResponderBuilder: HTTPResponderBuilder & _HB_SendableMetatype>(
+        webSocketRouter: WSResponderBuilder,
+        configuration: HTTP1WebSocketUpgradeChannel.Configuration
+    ) -> HTTPServerBuilder where WSResponderBuilder.Responder.Context: WebSocketRequestContext {
+        let webSocketResponder = webSocketRouter.buildResponder()
+        return .init { responder in
+            CloudChildChannel(
+                base: HTTP1WebSocketUpgradeChannel(responder: responder, webSocketResponder: webSocketResponder, configuration: configuration)
+            )
+        }
+    }
+}
+
+/// Closes the connection when the server asks its connections to quiesce while its first request's head is
+/// still awaited (NIO's upgrade handler, which reads that head and decides, is still in the pipeline); after
+/// that, Hummingbird's HTTP handlers or the WebSocket route close it in turn.
+final class SilentConnectionCloser: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ChannelShouldQuiesceEvent,
+            (try? context.pipeline.syncOperations.context(
+                handlerType: NIOTypedHTTPServerUpgradeHandler<HTTP1WebSocketUpgradeChannel.UpgradeResult>.self
+            )) != nil
+        {
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+}
