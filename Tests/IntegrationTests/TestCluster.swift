@@ -131,20 +131,7 @@ final class TestCluster: Sendable {
     /// with status 0 within `deadline`, else how it ended (killed at the deadline), with the tail of its log.
     func stopCloudCleanly(deadline: Duration) -> String? {
         let process = cloud.withLock { $0 }
-        if process.isRunning { process.terminate() }
-        let clock = ContinuousClock()
-        let end = clock.now + deadline
-        while process.isRunning, clock.now < end { usleep(20_000) }
-        var problem: String?
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            problem = "still running \(deadline) after SIGTERM"
-        }
-        process.waitUntilExit()
-        if problem == nil, process.terminationReason != .exit || process.terminationStatus != 0 {
-            problem = process.terminationReason == .exit ? "exit status \(process.terminationStatus)" : "ended by signal \(process.terminationStatus)"
-        }
-        guard let problem else { return nil }
+        guard let problem = Self.terminate(process, deadline: deadline, atDeadline: { kill($0.processIdentifier, SIGKILL) }) else { return nil }
         let tail = cloudLog.split(separator: "\n", omittingEmptySubsequences: false).suffix(40).joined(separator: "\n")
         return "the cloud did not stop cleanly on SIGTERM: \(problem); its log ends:\n\(tail)"
     }
@@ -277,26 +264,32 @@ final class TestCluster: Sendable {
         return process.terminationStatus
     }
 
+    /// Sends `process` SIGTERM and waits up to `deadline` for it to exit; `nil` when it exited with status 0 in
+    /// time, else how it ended. Still running at the deadline, it is ended by `atDeadline`.
+    private static func terminate(_ process: Process, deadline: Duration, atDeadline: (Process) -> Void) -> String? {
+        if process.isRunning { process.terminate() }
+        let end = ContinuousClock.now + deadline
+        while process.isRunning, ContinuousClock.now < end { usleep(20_000) }
+        if process.isRunning {
+            atDeadline(process)
+            process.waitUntilExit()
+            return "still running \(deadline) after SIGTERM"
+        }
+        process.waitUntilExit()
+        guard process.terminationReason != .exit || process.terminationStatus != 0 else { return nil }
+        return process.terminationReason == .exit ? "exit status \(process.terminationStatus)" : "ended by signal \(process.terminationStatus)"
+    }
+
     /// Stops the daemon with SIGTERM as a service manager does, and says what went wrong: `nil` when it exited
     /// with status 0 within `deadline`, else how it ended (still running at the deadline: killed, after a
     /// SIGABRT whose backtrace the daemon's log keeps), with the tail of its log.
     func stopDaemonCleanly(deadline: Duration = .seconds(25)) -> String? {
         guard let process = takeDaemon() else { return nil }
-        if process.isRunning { process.terminate() }
-        let clock = ContinuousClock()
-        let end = clock.now + deadline
-        while process.isRunning, clock.now < end { usleep(20_000) }
-        var problem: String?
-        if process.isRunning {
+        let problem = Self.terminate(process, deadline: deadline) { process in
             kill(process.processIdentifier, SIGABRT)
-            let grace = clock.now + .seconds(10)
-            while process.isRunning, clock.now < grace { usleep(20_000) }
+            let grace = ContinuousClock.now + .seconds(10)
+            while process.isRunning, ContinuousClock.now < grace { usleep(20_000) }
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            problem = "still running \(deadline) after SIGTERM"
-        }
-        process.waitUntilExit()
-        if problem == nil, process.terminationReason != .exit || process.terminationStatus != 0 {
-            problem = process.terminationReason == .exit ? "exit status \(process.terminationStatus)" : "ended by signal \(process.terminationStatus)"
         }
         guard let problem else { return nil }
         let tail = daemonLog.split(separator: "\n", omittingEmptySubsequences: false).suffix(80).joined(separator: "\n")
