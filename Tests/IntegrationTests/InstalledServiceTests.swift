@@ -161,6 +161,15 @@ struct InstalledServiceTests {
         let watchOutput = try String(contentsOfFile: sandbox.directory + "/watch.out", encoding: .utf8)
         #expect(watchStatus == "3\n", "\(watchOutput)")
         #expect(watchOutput.contains("livegated closed the connection: the daemon is shutting down"), "\(watchOutput)")
+
+        // The cloud stops under the service manager while a client holds a connection it said nothing on (the
+        // shell's descriptor 3), in well under the 90 s after which systemd would kill it.
+        let cloudStop = try sandbox.shell(
+            "exec 3<>/dev/tcp/127.0.0.1/8080 && start=$(date +%s%N) && systemctl stop cloud && echo $(( ($(date +%s%N) - start) / 1000000 ))"
+        )
+        let stopMilliseconds = Int(cloudStop.output.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(cloudStop.status == 0 && stopMilliseconds.map { $0 < 10_000 } == true, "systemctl stop cloud: \(cloudStop.output)")
+        print("systemctl stop of the cloud with a silent client connected: \(stopMilliseconds.map { "\($0) ms" } ?? "?")")
     }
 
     @Test func aMissingCredentialIsRefusedByTheUnitWithAClearReason() throws {
