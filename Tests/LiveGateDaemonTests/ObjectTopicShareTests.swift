@@ -133,6 +133,54 @@ import struct LiveGateProtocol.ObjectChangedBody
         #expect(lines.filter { $0.hasPrefix("t4:") } == ["t4:v3", "t4:v4"], "nothing at or below the version seen")
     }
 
+    /// A re-observation (`sinceVersion` 5) hears nothing of the version it holds until it is told something
+    /// else; then the full state follows whatever its version. (The checker's seed 5552030850573315: a token
+    /// told of a resync never heard that the refetch found the version it had, and stayed `loading`.)
+    @Test(arguments: [false, true])
+    func aReobservationToldSomethingHearsTheFullStateAfterIt(oneBatch: Bool) {
+        func change(_ version: Int64?, _ status: DataStatus, _ loading: LoadingStatus, resync: Bool = false) -> LiveObjectChange {
+            LiveObjectChange(
+                snapshot: version.map { Entity(collection: "c", id: "o", version: $0, data: [:], createdAt: "c", updatedAt: "u") },
+                dataStatus: status,
+                loadingStatus: loading,
+                resync: resync
+            )
+        }
+        let nothingYet = change(nil, .notExist, .loading)
+        let cached = change(5, .local, .loading)
+        let resync = change(5, .fresh, .loading, resync: true)
+        let fetched = change(5, .fresh, .loaded)
+        let failed = change(5, .local, .error)
+        let newer = change(6, .fresh, .loaded)
+        let cases: [(changes: [(String, LiveObjectChange)], heard: [String], why: String)] = [
+            ([("cached", cached), ("fetched", fetched)], [], "unchanged since the version it holds: nothing"),
+            ([("nothing", nothingYet), ("fetched", fetched), ("newer", newer)], ["newer"], "nothing cached: not said"),
+            ([("cached", cached), ("resync", resync), ("fetched", fetched)], ["resync", "fetched"], "the full state follows the notice"),
+            ([("cached", cached), ("failed", failed), ("fetched", fetched)], ["failed", "fetched"], "the recovery follows the error"),
+        ]
+        for (changes, heard, why) in cases {
+            let loop = EmbeddedEventLoop()
+            let outbox = ConnectionOutbox(maxQueuedBytes: 1 << 20, maxStall: .seconds(30), eventLoop: loop)
+            let share = ObjectTopicShare(eventLoop: loop)
+            share.submit(.add(id: 1, subscriber(outbox, loop, token: 1, sinceVersion: 5), last: nil))
+            for (name, change) in changes {
+                share.submit(.deliver(change, ByteBuffer(string: "\(name)\n")))
+                if !oneBatch { loop.run() }
+            }
+            loop.run()
+            #expect(text(outbox.take().chunks) == heard.map { "t1:\($0)\n" }.joined(), "\(why)")
+        }
+        // Joining a topic whose latest change is a resync notice: the fetch's outcome follows it.
+        let loop = EmbeddedEventLoop()
+        let outbox = ConnectionOutbox(maxQueuedBytes: 1 << 20, maxStall: .seconds(30), eventLoop: loop)
+        let share = ObjectTopicShare(eventLoop: loop)
+        share.submit(.add(id: 1, subscriber(outbox, loop, token: 1, sinceVersion: 5), last: resync))
+        share.submit(.deliver(fetched, ByteBuffer(string: "fetched\n")))
+        loop.run()
+        let lines = text(outbox.take().chunks).split(separator: "\n")
+        #expect(lines.count == 2 && lines.last == "t1:fetched", "\(lines)")
+    }
+
     @Test func aOnceTokenLeavesAfterItsOneNotification() {
         let loop = EmbeddedEventLoop()
         let outbox = ConnectionOutbox(maxQueuedBytes: 1 << 20, maxStall: .seconds(30), eventLoop: loop)

@@ -24,9 +24,13 @@ final class ObjectTopic: Sendable {
         /// Whether `filter` decides by the change alone (``ObserverFilter/isStateless``): then the decision
         /// made once per change for its policy is this token's too.
         let stateless: Bool
-        /// A re-observation's last version seen: no snapshot of this version or older is sent again (a resync
-        /// notice is, and so is a deletion).
-        let sinceVersion: Int64?
+        /// A re-observation's last version seen, until the token is sent its first notification: until then
+        /// nothing the client holds already is sent (no snapshot of this version or older without an error, nor
+        /// the start's "nothing known yet"); a resync notice, a deletion or a failed load is. Cleared by the first
+        /// notification: after it, the full state follows whatever its version (the checker's seed
+        /// 5552030850573315: a token told of a resync never heard that the refetch found the version it had,
+        /// and stayed `loading`).
+        var sinceVersion: Int64?
         /// A re-observation whose first snapshot is yet to come: when that one is not the version right after
         /// `sinceVersion` (or after the deletion told before it), the versions between were missed (the daemon
         /// restarted, or the token's previous life ended, while the object changed), and a resync notice goes
@@ -93,7 +97,10 @@ final class ObjectTopic: Sendable {
         /// when its filter has to see the change (``filter``'s `admit`). Reads nothing of the change itself:
         /// a copy of one counts references to everything in it, per token.
         func admits(_ facts: ChangeFacts) -> Bool? {
-            if let sinceVersion, !facts.resync, let version = facts.version, version <= sinceVersion { return false }
+            if let sinceVersion, !facts.resync {
+                if let version = facts.version, version <= sinceVersion, !facts.failed { return false }
+                if facts.nothingKnownYet { return false }
+            }
             return stateless ? facts.admitted(by: filter.policy) : nil
         }
     }
@@ -102,6 +109,10 @@ final class ObjectTopic: Sendable {
     struct ChangeFacts {
         let version: Int64?
         let resync: Bool
+        /// No data and still loading, nothing else said: an observation's start with nothing cached.
+        let nothingKnownYet: Bool
+        /// The change says a load failed (or the data cannot be kept current): told even at a version seen.
+        let failed: Bool
         /// Whether a stateless filter with each policy admits the change.
         let admittedLocalThenFresh: Bool
         let admittedFreshOnly: Bool
@@ -109,6 +120,10 @@ final class ObjectTopic: Sendable {
         init(_ change: LiveObjectChange) {
             version = change.snapshot?.version
             resync = change.resync
+            nothingKnownYet =
+                change.snapshot == nil && change.dataStatus == .notExist && change.loadingStatus == .loading
+                && change.error == nil && !change.pendingWrites && !change.resync
+            failed = change.error != nil || change.loadingStatus == .error || change.dataStatus == .error
             admittedLocalThenFresh = ObserverFilter.admits(change, policy: .localThenFresh)
             admittedFreshOnly = ObserverFilter.admits(change, policy: .freshOnly)
         }

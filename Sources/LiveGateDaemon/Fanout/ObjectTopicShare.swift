@@ -126,6 +126,7 @@ final class ObjectTopicShare: Sendable {
                             subscriber.outbox.offerOnLoop(token: subscriber.token, prefix: subscriber.prefix, body: notice)
                         }
                         subscriber.outbox.offerOnLoop(token: subscriber.token, prefix: subscriber.prefix, body: body)
+                        subscriber.sinceVersion = nil  // told something: what follows is told whatever its version
                     }
                     if subscriber.filter.finished {
                         finished.append(subscriber.onFinished)
@@ -161,6 +162,8 @@ final class ObjectTopicShare: Sendable {
                 // Most tokens decide from the facts; only a stateful filter (fields, once) reads the change.
                 if subscriber.admits(facts[position]) ?? subscriber.filter.admit(changes[position]) {
                     admitted.append(position)
+                    // Told something: what follows is told whatever its version (``ObjectTopic/Subscriber/sinceVersion``).
+                    if subscriber.sinceVersion != nil { subscriber.sinceVersion = nil }
                 }
             }
             guard !admitted.isEmpty else { return }

@@ -436,7 +436,14 @@ final class CheckerClient: Sendable {
                 t.resyncSinceLast = true
                 return
             }
+            // Until a re-observation is told something, nothing it holds already is sent (Protocol/ipc,
+            // `sinceVersion`); after that, the full state follows whatever its version.
+            let firstSince = t.notifications == 1 ? t.since : nil
+            let failed = loadingStatus == "error" || dataStatus == "error"
             guard let snapshot else {
+                if let since = firstSince, dataStatus == "notExist", loadingStatus == "loading", !pending {
+                    problems.append("t\(token) (sinceVersion \(since)) was told nothing is known yet: it holds v\(since)")
+                }
                 if dataStatus == "notExist", !t.deleted || t.resyncSinceLast {
                     t.deleted = true
                     // The deletion has a version of its own: one more than the last data's, when the token
@@ -451,8 +458,8 @@ final class CheckerClient: Sendable {
                 return
             }
             if snapshot.id != t.id { problems.append("t\(token) observes \(t.id) but got \(snapshot.id)") }
-            if let since = t.since, snapshot.version <= since {
-                problems.append("t\(token) (sinceVersion \(since)) got \(snapshot): a version it already saw")
+            if let since = firstSince, snapshot.version <= since, !failed {
+                problems.append("t\(token) (sinceVersion \(since)) got \(snapshot) first: a version it already saw")
             }
             if let last = t.lastVersion, snapshot.version < last {
                 problems.append("t\(token) went back from v\(last) to v\(snapshot.version)")
@@ -543,9 +550,10 @@ final class CheckerClient: Sendable {
                 switch kind {
                 case .object(let t):
                     let expected = live[t.id]
-                    if t.lastVersion == nil, !t.deleted, let since = t.since, let expected, expected.version == since {
+                    if t.notifications == 0, let since = t.since, let expected, expected.version == since {
                         // Re-observed at the version it had, unchanged since: nothing is sent (no snapshot of
-                        // `sinceVersion` or older), and nothing is missing.
+                        // `sinceVersion` or older), and nothing is missing. (Once told anything, a resync
+                        // notice say, it must be told the full state.)
                         continue
                     }
                     if !t.lastFresh && !(expected == nil && t.deleted) {
