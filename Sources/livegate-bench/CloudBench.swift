@@ -57,37 +57,26 @@ extension Bench {
     /// its client, on the same cores) spent per write; and the latency of writes sent at half the 64-writer
     /// rate (an open loop: each write at its time, whether or not the ones before were answered).
     func measureCloudWrites(_ label: String, base: String, access: String, cloud: Child) async throws {
-        var latencies: [Double] = []
         let padding = String(repeating: "x", count: max(0, payloadBytes - 20))
-        for n in 0..<1000 {
-            let start = DispatchTime.now().uptimeNanoseconds
-            _ = try await httpJSON(
-                .PUT,
-                base + CloudPath.object(EntityKey(collection: "w", id: "o\(n % 50)")),
-                #"{"data":{"pad":"\#(padding)"}}"#,
-                token: access
-            )
-            latencies.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+        let log = LatencyLog()
+        try await WriterThreads(1, base: base).run { _, connection in
+            for n in 0..<1000 {
+                let start = DispatchTime.now().uptimeNanoseconds
+                try Self.put(
+                    connection,
+                    CloudPath.object(EntityKey(collection: "w", id: "o\(n % 50)")),
+                    #"{"data":{"pad":"\#(padding)"}}"#,
+                    token: access
+                )
+                log.values.withLock { $0.append(DispatchTime.now().uptimeNanoseconds - start) }
+            }
         }
-        latencies.sort()
+        let latencies = log.values.withLock { $0.sorted() }.map { Double($0) / 1e6 }
         say(
             "cloud (\(label)) writes, one client: p50 \(format(latencies[latencies.count / 2])) ms, p99 \(format(latencies[latencies.count * 99 / 100])) ms, "
                 + "\(Int(1000 / (latencies.reduce(0, +) / 1000))) writes/s"
         )
-        // Its own connection pool: HTTPClient.shared opens at most 8 connections to a host.
-        let client = HTTPClient(
-            eventLoopGroup: HTTPClient.defaultEventLoopGroup,
-            configuration: HTTPClient.Configuration(
-                connectionPool: HTTPClient.Configuration.ConnectionPool(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
-            )
-        )
-        do {
-            try await measureConcurrentWrites(label, base: base, access: access, cloud: cloud, client: client, padding: padding)
-        } catch {
-            try? await client.shutdown()
-            throw error
-        }
-        try await client.shutdown()
+        try await measureConcurrentWrites(label, base: base, access: access, cloud: cloud, padding: padding)
     }
 
     private func measureConcurrentWrites(
@@ -95,7 +84,6 @@ extension Bench {
         base: String,
         access: String,
         cloud: Child,
-        client: HTTPClient,
         padding: String
     ) async throws {
         var fullRate = 0.0
@@ -107,8 +95,7 @@ extension Bench {
                 access: access,
                 clients: clients,
                 perClient: 16_000 / clients,
-                collection: "w",
-                client: client
+                collection: "w"
             ) { _ in padding }
             let after = try await cloudStats(base)
             let perWrite = { (seconds: Double) in String(format: "%.0f", seconds * 1e6 / 16_000) }
@@ -122,7 +109,7 @@ extension Bench {
             )
         }
         let rate = fullRate / 2
-        let paced = try await pacedWrites(base: base, access: access, rate: rate, seconds: 4, writers: 64, client: client, padding: padding)
+        let paced = try await pacedWrites(base: base, access: access, rate: rate, seconds: 4, writers: 64, padding: padding)
         say(
             "cloud (\(label)) writes at \(Int(rate))/s (half the 64-client rate): p50 \(format(paced.p50)) ms, p99 \(format(paced.p99)) ms "
                 + "(\(paced.count) writes)"
@@ -133,37 +120,20 @@ extension Bench {
     /// field (the first page makes its index), by a field with a filter, and by id; each page after the
     /// first follows the one before's cursor.
     private func measureQueries(_ label: String, base: String, access: String, objects: Int) async throws {
-        let client = HTTPClient(
-            eventLoopGroup: HTTPClient.defaultEventLoopGroup,
-            configuration: HTTPClient.Configuration(
-                connectionPool: HTTPClient.Configuration.ConnectionPool(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
-            )
-        )
-        do {
-            let started = DispatchTime.now().uptimeNanoseconds
-            let writers = 64
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for w in 0..<writers {
-                    group.addTask {
-                        for n in stride(from: w, to: objects, by: writers) {
-                            try await Self.put(
-                                base + CloudPath.object(EntityKey(collection: "q", id: "q\(n)")),
-                                #"{"data":{"group":"g\#(n % 3)","rank":\#((n * 7919) % 1000),"text":"object \#(n) of the query figures"}}"#,
-                                token: access,
-                                client: client
-                            )
-                        }
-                    }
-                }
-                try await group.waitForAll()
+        let started = DispatchTime.now().uptimeNanoseconds
+        let writers = 64
+        try await WriterThreads(writers, base: base).run { w, connection in
+            for n in stride(from: w, to: objects, by: writers) {
+                try Self.put(
+                    connection,
+                    CloudPath.object(EntityKey(collection: "q", id: "q\(n)")),
+                    #"{"data":{"group":"g\#(n % 3)","rank":\#((n * 7919) % 1000),"text":"object \#(n) of the query figures"}}"#,
+                    token: access
+                )
             }
-            try await client.shutdown()
-            let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-            say("cloud (\(label)) query figures: \(objects) objects written in \(format(seconds)) s")
-        } catch {
-            try? await client.shutdown()
-            throw error
         }
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+        say("cloud (\(label)) query figures: \(objects) objects written in \(format(seconds)) s")
         let rows: [(what: String, parameters: String)] = [
             ("sorted by a field", "sort=-rank"),
             (
@@ -197,31 +167,27 @@ extension Bench {
         }
     }
 
-    /// `clients` writers at once, each `perClient` writes to 20 objects of its own; returns the seconds taken.
+    /// `clients` writers at once, each `perClient` writes to 20 objects of its own, each writer a thread with
+    /// its own connection (``RawHTTPConnection``); returns the seconds taken.
     private func concurrentWrites(
         base: String,
         access: String,
         clients: Int,
         perClient: Int,
         collection: String,
-        client: HTTPClient = .shared,
         padding: @escaping @Sendable (Int) -> String
     ) async throws -> Double {
+        let writers = try WriterThreads(clients, base: base)
         let started = DispatchTime.now().uptimeNanoseconds
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for c in 0..<clients {
-                group.addTask {
-                    for n in 0..<perClient {
-                        try await Self.put(
-                            base + CloudPath.object(EntityKey(collection: collection, id: "c\(c)-\(n % 20)")),
-                            #"{"data":{"pad":"\#(padding(n))","t":\#(DispatchTime.now().uptimeNanoseconds)}}"#,
-                            token: access,
-                            client: client
-                        )
-                    }
-                }
+        try await writers.run { c, connection in
+            for n in 0..<perClient {
+                try Self.put(
+                    connection,
+                    CloudPath.object(EntityKey(collection: collection, id: "c\(c)-\(n % 20)")),
+                    #"{"data":{"pad":"\#(padding(n))","t":\#(DispatchTime.now().uptimeNanoseconds)}}"#,
+                    token: access
+                )
             }
-            try await group.waitForAll()
         }
         return Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
     }
@@ -234,45 +200,35 @@ extension Bench {
         rate: Double,
         seconds: Double,
         writers: Int,
-        client: HTTPClient,
         padding: String
     ) async throws -> (p50: Double, p99: Double, count: Int) {
         let total = Int(rate * seconds)
         let interval = 1e9 / rate
         let latencies = LatencyLog()
+        let threads = try WriterThreads(writers, base: base)
         let started = DispatchTime.now().uptimeNanoseconds
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for w in 0..<writers {
-                group.addTask {
-                    for n in stride(from: w, to: total, by: writers) {
-                        let due = started + UInt64(Double(n) * interval)
-                        let now = DispatchTime.now().uptimeNanoseconds
-                        if due > now { try await Task.sleep(nanoseconds: due - now) }
-                        // From the time it was due: a write sent late because the one before it was slow counts that wait.
-                        try await Self.put(
-                            base + CloudPath.object(EntityKey(collection: "paced", id: "p\(w)-\(n % 20)")),
-                            #"{"data":{"pad":"\#(padding)"}}"#,
-                            token: access,
-                            client: client
-                        )
-                        latencies.values.withLock { $0.append(DispatchTime.now().uptimeNanoseconds - due) }
-                    }
-                }
+        try await threads.run { w, connection in
+            for n in stride(from: w, to: total, by: writers) {
+                let due = started + UInt64(Double(n) * interval)
+                let now = DispatchTime.now().uptimeNanoseconds
+                if due > now { usleep(useconds_t((due - now) / 1000)) }
+                // From the time it was due: a write sent late because the one before it was slow counts that wait.
+                try Self.put(
+                    connection,
+                    CloudPath.object(EntityKey(collection: "paced", id: "p\(w)-\(n % 20)")),
+                    #"{"data":{"pad":"\#(padding)"}}"#,
+                    token: access
+                )
+                latencies.values.withLock { $0.append(DispatchTime.now().uptimeNanoseconds - due) }
             }
-            try await group.waitForAll()
         }
         let sorted = latencies.values.withLock { $0.sorted() }
         return (milliseconds(atPercentile: 0.50, of: sorted), milliseconds(atPercentile: 0.99, of: sorted), sorted.count)
     }
 
-    private static func put(_ url: String, _ body: String, token: String, client: HTTPClient) async throws {
-        var request = HTTPClientRequest(url: url)
-        request.method = .PUT
-        request.headers.add(name: "Authorization", value: "Bearer \(token)")
-        request.body = .bytes(ByteBuffer(string: body))
-        let response = try await client.execute(request, timeout: .seconds(30))
-        _ = try await response.body.collect(upTo: 1 << 20)
-        guard (200..<300).contains(Int(response.status.code)) else { throw BenchError("PUT \(url): HTTP \(response.status.code)") }
+    private static func put(_ connection: RawHTTPConnection, _ path: String, _ body: String, token: String) throws {
+        let status = try connection.request("PUT", path, body: body, token: token)
+        guard (200..<300).contains(status) else { throw BenchError("PUT \(path): HTTP \(status)") }
     }
 
     /// 10 realtime subscribers of one collection (on `listenBase`), 8 writers (on `writeBase`) making 2,000
