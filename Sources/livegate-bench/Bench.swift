@@ -54,6 +54,8 @@ struct Bench: AsyncParsableCommand {
     @Flag(help: "Only livegate-cloud itself: writes and realtime delivery, on SQLite and (with --postgres) PostgreSQL.") var cloudOnly = false
     @Option(help: "Objects written for the cloud's query figures (pages of a 100,000-object collection; 0 skips them).") var queryObjects = 100_000
     @Flag(help: "With --cloud-only: only the query figures.") var queriesOnly = false
+    @Option(help: "Writes/s of the cloud's open-loop latency row (default: half the 64-writer rate just measured; fixed, runs compare).")
+    var pacedWriteRate: Double?
     @Option(help: "A PostgreSQL database URL for the cloud figures (scripts/bench-cloud starts a private server).") var postgres: String?
     @Option(
         help:

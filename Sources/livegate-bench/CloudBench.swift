@@ -108,10 +108,10 @@ extension Bench {
                     + "this benchmark \(ownPerWrite)"
             )
         }
-        let rate = fullRate / 2
+        let rate = pacedWriteRate ?? fullRate / 2
         let paced = try await pacedWrites(base: base, access: access, rate: rate, seconds: 4, writers: 64, padding: padding)
         say(
-            "cloud (\(label)) writes at \(Int(rate))/s (half the 64-client rate): p50 \(format(paced.p50)) ms, p99 \(format(paced.p99)) ms "
+            "cloud (\(label)) writes at \(Int(rate))/s (\(pacedWriteRate == nil ? "half the 64-client rate" : "--paced-write-rate")): p50 \(format(paced.p50)) ms, p99 \(format(paced.p99)) ms "
                 + "(\(paced.count) writes)"
         )
     }
