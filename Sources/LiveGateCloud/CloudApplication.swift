@@ -25,13 +25,20 @@ public func runCloud(
     case .sqlite(let path):
         // SQLite calls the hub right after each commit; the hub needs the log's head first.
         let hubBox = HubBox()
-        let store = try SQLiteStore(path: path, eventRetention: configuration.eventRetention) { seq, event in
+        let store = try SQLiteStore(path: path, eventRetention: configuration.eventRetention, logger: logger) { seq, event in
             hubBox.hub?.publish(seq: seq, event: event)
         }
         defer { try? store.close() }
         let hub = RealtimeHub(lastPublished: try await store.lastSeq())
         hubBox.hub = hub
-        let app = try await buildCloudApplication(configuration, store: store, hub: hub, services: [], logger: logger, onListening: onListening)
+        let app = try await buildCloudApplication(
+            configuration,
+            store: store,
+            hub: hub,
+            services: [store.checkpointer],
+            logger: logger,
+            onListening: onListening
+        )
         try await app.runService()
     case .postgres(let postgres):
         let client = PostgresClient(configuration: postgres, backgroundLogger: logger)

@@ -121,6 +121,40 @@ import Testing
         #expect(transactions < writes, "writes made at once share transactions: \(writes) writes in \(transactions)")
         print("group commit: \(writes) writes in \(transactions) transactions")
     }
+
+    /// On SQLite the WAL is copied into the database file beside the writer, not in the commit that fills it
+    /// (`WALCheckpointer`): 40 objects of 20 KB (each with its event: ~450 pages of WAL, short of both SQLite's
+    /// own threshold of 1,000 and the writer's backstop) reach the database file while no write is made, so a
+    /// checkpoint other than the writer's ran. (With the writer's own, they stayed in the WAL.)
+    @Test func theWALIsCheckpointedBesideTheWriter() async throws {
+        guard CloudBackend.default == .sqlite else { return }
+        let cluster = try await TestCluster.start(startDaemon: false)
+        defer { cluster.stop() }
+        let token = try await cluster.login()
+        let database = cluster.directory + "/cloud.sqlite"
+        @Sendable func size(_ path: String) -> Int { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
+        let before = size(database)
+        let padding = String(repeating: "x", count: 20_000)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for w in 0..<4 {
+                group.addTask {
+                    for n in 0..<10 {
+                        let write = try await cluster.call(
+                            .PUT,
+                            CloudPath.object(EntityKey(collection: "wal", id: "o\(w)-\(n)")),
+                            json: #"{"data":{"pad":"\#(padding)"}}"#,
+                            token: token
+                        )
+                        #expect(write.status == 201, "\(write.body)")
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        try await eventually("the writes reach the database file (\(before) bytes before)", timeout: .seconds(10)) {
+            size(database) >= before + 1_000_000
+        }
+    }
 }
 
 /// The answers to the writes sent under a shared idempotency key, by key.

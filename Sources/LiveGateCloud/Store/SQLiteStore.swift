@@ -4,6 +4,7 @@ import Foundation
 import GRDB
 import LiveCloudAPI
 import LiveJSON
+import Logging
 
 /// Entities, streams and the durable event log, in one SQLite file (WAL): the default store, for one
 /// instance. SQLite serializes writers, so commit order is sequence order, and `onCommit` runs right after
@@ -22,16 +23,31 @@ final class SQLiteStore: CloudStore {
     typealias Write = @Sendable (Database, inout [(seq: Int64, event: LoggedEvent)]) throws -> WriteOutcome
     let groupCommit: GroupCommit<Write, WriteOutcome>
     let queryIndexes: QueryIndexes
+    /// Checkpoints the WAL beside the writer: a service for the application to run (without it, the writer
+    /// checkpoints at ``WALCheckpointer/backstopPages``).
+    let checkpointer: WALCheckpointer
 
-    init(path: String, eventRetention: Int64 = 100_000, onCommit: @escaping @Sendable (_ seq: Int64, _ event: LoggedEvent) -> Void) throws {
+    init(
+        path: String,
+        eventRetention: Int64 = 100_000,
+        logger: Logger = Logger(label: "livegate-cloud"),
+        onCommit: @escaping @Sendable (_ seq: Int64, _ event: LoggedEvent) -> Void
+    ) throws {
         var configuration = Configuration()
         configuration.label = "livegate-cloud.store"
-        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = \(WALCheckpointer.backstopPages)")
+        }
         let pool = try DatabasePool(path: path, configuration: configuration)
         self.pool = pool
         self.onCommit = onCommit
         self.eventRetention = max(eventRetention, 1)
-        groupCommit = GroupCommit { batch in await Self.commit(batch, in: pool, publish: onCommit) }
+        let checkpointer = try WALCheckpointer(path: path, logger: logger)
+        self.checkpointer = checkpointer
+        groupCommit = GroupCommit { batch in
+            defer { checkpointer.committed() }
+            return await Self.commit(batch, in: pool, publish: onCommit)
+        }
         try Self.migrator.migrate(pool)
         // The query indexes an earlier run made.
         queryIndexes = QueryIndexes(
@@ -306,7 +322,10 @@ final class SQLiteStore: CloudStore {
         }
     }
 
-    func close() throws { try pool.close() }
+    func close() throws {
+        try checkpointer.close()  // first: the pool's connections are then the last, and SQLite checkpoints as they close
+        try pool.close()
+    }
 
     /// Applies a batch of writes in one transaction (see ``GroupCommit``): each in a savepoint of its own, so
     /// that one whose work throws is rolled back alone; the events of those applied are published in order
