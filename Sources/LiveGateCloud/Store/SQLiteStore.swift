@@ -42,12 +42,9 @@ final class SQLiteStore: CloudStore {
         self.pool = pool
         self.onCommit = onCommit
         self.eventRetention = max(eventRetention, 1)
-        let checkpointer = try WALCheckpointer(path: path, logger: logger)
-        self.checkpointer = checkpointer
-        groupCommit = GroupCommit { batch in
-            defer { checkpointer.committed() }
-            return await Self.commit(batch, in: pool, publish: onCommit)
-        }
+        checkpointer = try WALCheckpointer(path: path, logger: logger)
+        pool.add(transactionObserver: checkpointer.commitObserver, extent: .databaseLifetime)
+        groupCommit = GroupCommit { batch in await Self.commit(batch, in: pool, publish: onCommit) }
         try Self.migrator.migrate(pool)
         // The query indexes an earlier run made.
         queryIndexes = QueryIndexes(

@@ -8,7 +8,8 @@ import ServiceLifecycle
 /// never does it inside a commit. SQLite's automatic checkpoint runs in the commit that fills the WAL past its
 /// threshold (1,000 pages): copying those pages and syncing the file held that commit, and every write waiting
 /// for the next. A passive checkpoint here runs beside the writer (SQLite lets one connection checkpoint while
-/// another appends to the WAL), woken by commits, at most once per ``spacing``: small and often, since the
+/// another appends to the WAL), woken by every commit of the writer (``commitObserver``), at most once per
+/// ``spacing``: small and often, since the
 /// checkpoint's writes and sync still share the disk with the commits' (`livegate-bench --paced-write-rate
 /// 4000`, 64 writers, p99 of a write: 9.1-18.4 ms with the writer's checkpoint, 5.2-31.3 ms and 8 runs of 11
 /// under 10 ms with this one; once a second, 29-34 ms; Benchmarks.md).
@@ -27,6 +28,9 @@ final class WALCheckpointer: Service {
     private let wakeups: AsyncStream<Void>
     private let wake: AsyncStream<Void>.Continuation
     private let logger: Logger
+    /// Told of every commit of the connection it is added to (the store's writer: object writes, messages,
+    /// tokens alike); each wakes this checkpointer.
+    let commitObserver: CommitObserver
 
     init(path: String, logger: Logger) throws {
         var configuration = Configuration()
@@ -34,11 +38,19 @@ final class WALCheckpointer: Service {
         configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         queue = try DatabaseQueue(path: path, configuration: configuration)
         (wakeups, wake) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
+        commitObserver = CommitObserver(wake: wake)
         self.logger = logger
     }
 
-    /// A transaction committed: a checkpoint follows soon.
-    func committed() { wake.yield() }
+    /// Wakes the checkpointer after each commit; observes no changes (GRDB then records none).
+    final class CommitObserver: TransactionObserver, Sendable {
+        private let wake: AsyncStream<Void>.Continuation
+        init(wake: AsyncStream<Void>.Continuation) { self.wake = wake }
+        func observes(eventsOfKind eventKind: DatabaseEventKind) -> Bool { false }
+        func databaseDidChange(with event: DatabaseEvent) {}
+        func databaseDidCommit(_ db: Database) { wake.yield() }
+        func databaseDidRollback(_ db: Database) {}
+    }
 
     func run() async throws {
         for await _ in wakeups.cancelOnGracefulShutdown() {
