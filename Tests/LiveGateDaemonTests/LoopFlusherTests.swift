@@ -35,4 +35,24 @@ import Testing
         loop.run()
         #expect(runs.withLock { $0 } == ["first", "late"])
     }
+
+    @Test func aWriterWritesAtOnceOncePerRoundThenJoinsTheFlush() {
+        let loop = EmbeddedEventLoop()
+        let flusher = LoopFlusher(eventLoop: loop)
+        let runs = Mutex<[String]>([])
+        let a = LoopFlusher.Drain { runs.withLock { $0.append("a") } }
+        let b = LoopFlusher.Drain { runs.withLock { $0.append("b") } }
+        flusher.writeNow(a)
+        flusher.writeNow(b)
+        #expect(runs.withLock { $0 } == ["a", "b"], "each connection's first write of the round is at once")
+        // (A writer asks once per wake-up: what the fan-out queues for it meanwhile waits in its outbox.)
+        flusher.writeNow(a)
+        #expect(runs.withLock { $0 } == ["a", "b"], "a second one waits for the flush")
+        loop.run()
+        #expect(runs.withLock { $0 } == ["a", "b", "a"])
+        flusher.writeNow(a)
+        #expect(runs.withLock { $0 } == ["a", "b", "a", "a"], "the flush ended the round: at once again")
+        loop.run()
+        #expect(runs.withLock { $0 } == ["a", "b", "a", "a"], "and the flush that ends this round has nothing to write")
+    }
 }

@@ -42,7 +42,9 @@ final class ConnectionOutbox: Sendable {
         /// At once, on the connection's event loop: what a fan-out task offers a token is everything it had
         /// waiting for it, so nothing is gained by waiting, and the bytes just copied are written while they
         /// (and the chunk they are in, which the next connection then takes from the loop's pool) are still
-        /// in the processor's cache, rather than in a second pass over every connection of the loop.
+        /// in the processor's cache, rather than in a second pass over every connection of the loop. Once per
+        /// round of the loop's flushes: a connection that fan-out tasks of many topics write to joins the next
+        /// flush from the second (``LoopFlusher/writeNow(_:)``).
         case writeNow
     }
 

@@ -7,9 +7,10 @@ import Synchronization
 /// Writes a connection's outbox to its socket from the channel's event loop, with no task or continuation per
 /// write: woken by the outbox when something is queued, it writes at once when the fan-out asks it to, on the
 /// loop (``ConnectionOutbox/Wakeup/writeNow``: the fan-out's task already gathered everything waiting for the
-/// connection), and otherwise joins its loop's next flush (``LoopFlusher``: one task for all the loop's
-/// connections with bytes). Either way it takes everything queued (a few chunks of bytes) and writes it with
-/// one flush, so a burst of notifications costs one system call per connection, not one per notification.
+/// connection) if it has not done so since its loop's last flush, and otherwise joins its loop's next flush
+/// (``LoopFlusher``: one task for all the loop's connections with bytes). Either way it takes everything queued
+/// (a few chunks of bytes) and writes it with one flush, so a burst of notifications costs a system call or
+/// two per connection, not one per notification (nor one per topic that has news for it).
 /// While the client's socket is full (the channel is not writable) it writes nothing and waits for NIO to
 /// report writability; the outbox meanwhile coalesces, and cuts the client off if that lasts too long.
 ///
@@ -52,7 +53,7 @@ final class OutboxWriter: ChannelInboundHandler, Sendable {
         channel.closeFuture.whenComplete { _ in self.finish() }
         let drain = LoopFlusher.Drain { self.drain(channel) }
         outbox.setWakeup { [flusher] wakeup in
-            if wakeup == .writeNow, channel.eventLoop.inEventLoop { drain.run() } else { flusher.schedule(drain) }
+            if wakeup == .writeNow, channel.eventLoop.inEventLoop { flusher.writeNow(drain) } else { flusher.schedule(drain) }
         }
         return done.futureResult
     }
