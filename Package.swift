@@ -62,12 +62,18 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "LiveCloudAPI", dependencies: ["LiveJSON"], swiftSettings: swiftSettings),
+        // SQLite's WAL checkpointed beside its writer (the engine's cache, the cloud's store).
+        .target(
+            name: "LiveSQLite",
+            dependencies: [server("GRDB", "GRDB.swift"), server("Logging", "swift-log")],
+            swiftSettings: swiftSettings
+        ),
 
         // The engine.
         .target(
             name: "LiveSDK",
             dependencies: [
-                "LiveCloudAPI", "LiveJSON", "LiveChangeSet",
+                "LiveCloudAPI", "LiveJSON", "LiveChangeSet", "LiveSQLite",
                 server("GRDB", "GRDB.swift"),
                 server("AsyncHTTPClient", "async-http-client"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -145,7 +151,7 @@ let package = Package(
         .target(
             name: "LiveGateCloud",
             dependencies: [
-                "LiveCloudAPI", "LiveJSON",
+                "LiveCloudAPI", "LiveJSON", "LiveSQLite",
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 server("Hummingbird", "hummingbird"),

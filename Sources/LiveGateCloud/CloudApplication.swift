@@ -35,7 +35,7 @@ public func runCloud(
             configuration,
             store: store,
             hub: hub,
-            services: [store.checkpointer],
+            services: [store.checkpointService],
             logger: logger,
             onListening: onListening
         )

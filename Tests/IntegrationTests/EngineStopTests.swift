@@ -77,4 +77,29 @@ import Testing
         await next.close()
         #expect(cached?.version == 1, "the database file alone holds the cached entity")
     }
+
+    /// While the engine runs, its cache's WAL is copied into the database file beside the writer
+    /// (`WALCheckpointer`), not inside a commit of the engine's loop once the WAL passes SQLite's threshold. 40
+    /// objects of 20 KB cached (~200 pages of WAL, short of both SQLite's 1,000 and the writer's backstop): the
+    /// database file grows to hold them while the engine still runs.
+    @Test func theCacheIsCheckpointedBesideTheEnginesWrites() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false)
+        defer { cluster.stop() }
+        let token = try await cluster.login()
+        let text = JSONValue.string(String(repeating: "x", count: 20_000))
+        for n in 1...40 { try await cluster.put("posts", "big\(n)", ["text": text], token: token) }
+        let file = cluster.directory + "/engine/cache.sqlite"
+        @Sendable func size() -> Int { (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber)?.intValue ?? 0 }
+        try await withEngine(cluster) { engine in
+            let before = size()
+            var observations: [NotificationToken] = []
+            let fresh = Received<LiveObjectChange>()
+            for n in 1...40 {
+                observations.append(await engine.object(collection: "posts", id: "big\(n)").observe { fresh.add($0) })
+            }
+            try await fresh.wait(for: "all 40 fresh") { $0.filter { $0.dataStatus == .fresh }.count >= 40 }
+            try await eventually("the cache's file holding the 800 KB cached (\(before) bytes before)") { size() >= before + 700_000 }
+            withExtendedLifetime(observations) {}
+        }
+    }
 }

@@ -4,7 +4,9 @@ import Foundation
 import GRDB
 import LiveCloudAPI
 import LiveJSON
+import LiveSQLite
 import Logging
+import ServiceLifecycle
 
 /// Entities, streams and the durable event log, in one SQLite file (WAL): the default store, for one
 /// instance. SQLite serializes writers, so commit order is sequence order, and `onCommit` runs right after
@@ -23,8 +25,8 @@ final class SQLiteStore: CloudStore {
     typealias Write = @Sendable (Database, inout [(seq: Int64, event: LoggedEvent)]) throws -> WriteOutcome
     let groupCommit: GroupCommit<Write, WriteOutcome>
     let queryIndexes: QueryIndexes
-    /// Checkpoints the WAL beside the writer: a service for the application to run (without it, the writer
-    /// checkpoints at ``WALCheckpointer/backstopPages``).
+    /// Checkpoints the WAL beside the writer: for the application to run (``checkpointService``; without it,
+    /// the writer checkpoints at ``WALCheckpointer/backstopPages``).
     let checkpointer: WALCheckpointer
 
     init(
@@ -36,13 +38,13 @@ final class SQLiteStore: CloudStore {
         var configuration = Configuration()
         configuration.label = "livegate-cloud.store"
         configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = \(WALCheckpointer.backstopPages)")
+            try db.execute(sql: "PRAGMA synchronous = FULL; \(WALCheckpointer.writerPragmas)")
         }
         let pool = try DatabasePool(path: path, configuration: configuration)
         self.pool = pool
         self.onCommit = onCommit
         self.eventRetention = max(eventRetention, 1)
-        checkpointer = try WALCheckpointer(path: path, logger: logger)
+        checkpointer = try WALCheckpointer(path: path, label: "livegate-cloud.checkpointer", logger: logger)
         pool.add(transactionObserver: checkpointer.commitObserver, extent: .databaseLifetime)
         groupCommit = GroupCommit { batch in await Self.commit(batch, in: pool, publish: onCommit) }
         try Self.migrator.migrate(pool)
@@ -58,6 +60,14 @@ final class SQLiteStore: CloudStore {
     }
 
     var writesCommitted: (transactions: Int, writes: Int) { groupCommit.committed }
+
+    /// The WAL's checkpoints as a service of the cloud's application, until its graceful shutdown.
+    var checkpointService: some Service { CheckpointService(checkpointer: checkpointer) }
+
+    private struct CheckpointService: Service {
+        let checkpointer: WALCheckpointer
+        func run() async throws { await cancelWhenGracefulShutdown { await checkpointer.run() } }
+    }
 
     func lastSeq() async throws -> Int64 {
         try await pool.read { db in try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'event'") ?? 0 }

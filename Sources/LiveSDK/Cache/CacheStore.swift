@@ -4,6 +4,8 @@ import Foundation
 import GRDB
 import LiveCloudAPI
 import LiveJSON
+import LiveSQLite
+import Logging
 
 /// A damaged cache that the engine (``LiveClient/cacheRecovery``) moved aside.
 public struct CacheRecovery: Sendable, Equatable {
@@ -23,6 +25,9 @@ final class CacheStore: Sendable {
     let path: String
     let pool: DatabasePool
     let monitor: StorageMonitor
+    /// Checkpoints the WAL beside the writer (``runCheckpoints()``), so that the engine's loop, which stores
+    /// realtime events, never copies the WAL into the file inside a commit.
+    private let checkpointer: WALCheckpointer
 
     /// Opens (or creates) the cache at `path`, and checks it (`PRAGMA quick_check`).
     /// - Throws: the SQLite error; ``open(path:monitor:now:)`` is what the engine calls.
@@ -34,15 +39,25 @@ final class CacheStore: Sendable {
         // A cache: a commit survives the process crashing (WAL), and the cloud holds the truth, so the WAL
         // is not synced at every commit (a realtime event each) but at checkpoints. Acknowledged writes are
         // not here but in the outbox (``OutboxStore``), which syncs every commit.
-        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL; \(WALCheckpointer.writerPragmas)") }
         pool = try DatabasePool(path: path, configuration: configuration)
-        let check = try pool.read { db in try String.fetchAll(db, sql: "PRAGMA quick_check") }
-        if check != ["ok"] {
+        do {
+            let check = try pool.read { db in try String.fetchAll(db, sql: "PRAGMA quick_check") }
+            if check != ["ok"] {
+                throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: check.prefix(3).joined(separator: "; "))
+            }
+            try Self.migrator.migrate(pool)
+            checkpointer = try WALCheckpointer(path: path, label: "livegate.cache.checkpointer", logger: Logger(label: "livegate.cache"))
+        } catch {
             try? pool.close()
-            throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: check.prefix(3).joined(separator: "; "))
+            throw error
         }
-        try Self.migrator.migrate(pool)
+        pool.add(transactionObserver: checkpointer.commitObserver, extent: .databaseLifetime)
     }
+
+    /// Checkpoints the WAL after commits until the task is cancelled or the cache closed (the engine runs it
+    /// while it runs; without it, the writer checkpoints at ``WALCheckpointer/backstopPages``).
+    func runCheckpoints() async { await checkpointer.run() }
 
     /// Opens the cache at `path`. A damaged one (not a database, or failing its check) is moved aside, with its
     /// WAL, to `<path>.damaged-<UTC time>` (kept for inspection) and a new, empty cache made in its place: the
@@ -458,6 +473,7 @@ final class CacheStore: Sendable {
     /// truncated to nothing (a clean stop leaves one self-contained file, not the cache's whole recent history
     /// in the WAL), then the connections close. The store must not be used afterwards.
     func close() throws {
+        try? checkpointer.close()
         do {
             try pool.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
         } catch {

@@ -213,6 +213,7 @@ public actor LiveClient {
             group.addTask { await self.realtime.run() }
             group.addTask { await self.runOutbox() }
             group.addTask { await self.handleRealtimeEvents() }
+            group.addTask { await self.cache.runCheckpoints() }
             while let batch = await commandSink.next() {
                 for command in batch {
                     switch command {
