@@ -212,6 +212,11 @@ let package = Package(
         .testTarget(name: "LiveGateProtocolTests", dependencies: ["LiveGateProtocol"], swiftSettings: swiftSettings),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["LiveGateFuzzTargets"], swiftSettings: swiftSettings),
         .testTarget(
+            name: "LiveSQLiteTests",
+            dependencies: ["LiveSQLite", server("GRDB", "GRDB.swift"), server("Logging", "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "LiveSDKTests",
             dependencies: ["LiveSDK", "LiveCloudAPI", "LiveChangeSet", "LiveJSON", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: swiftSettings

@@ -57,7 +57,15 @@ public final class WALCheckpointer: Sendable {
     public func run() async {
         for await _ in wakeups {
             do {
-                try await queue.writeWithoutTransaction { db in _ = try db.checkpoint(.passive) }
+                // A wakeup buffered before ``close()`` still arrives after it. GRDB hands SQLite a closed
+                // connection's null handle (a segmentation fault in `sqlite3_wal_checkpoint_v2`), so the
+                // checkpoint looks, on the queue that closes the connection, whether it is still open.
+                let open = try await queue.writeWithoutTransaction { db -> Bool in
+                    guard db.sqliteConnection != nil else { return false }
+                    _ = try db.checkpoint(.passive)
+                    return true
+                }
+                if !open { return }
             } catch {
                 // Busy or failed: the next commit wakes this again; the writer's backstop bounds the WAL meanwhile.
                 logger.debug("a WAL checkpoint did not run", metadata: ["error": "\(error)"])
