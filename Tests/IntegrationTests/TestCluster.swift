@@ -7,6 +7,7 @@ import LiveJSON
 import NIOCore
 import NIOHTTP1
 import Synchronization
+import Testing
 
 #if canImport(Glibc)
     import Glibc
@@ -255,13 +256,23 @@ final class TestCluster: Sendable {
         }
     }
 
-    /// Stops the daemon with SIGTERM and waits for it to exit; returns its exit status.
+    /// Stops the daemon with SIGTERM and waits for it to exit; returns its exit status. A crash (a signal no test
+    /// sends, such as SIGSEGV or Swift's trap) fails the test that stopped it, whatever the test checks.
     @discardableResult
     func stopDaemon() -> Int32 {
         guard let process = takeDaemon() else { return 0 }
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
+        recordIfCrashed(process, "the daemon", log: daemonLog)
         return process.terminationStatus
+    }
+
+    /// Records a test issue when `process` (ended) was ended by a signal that says it crashed, with its log's tail.
+    private func recordIfCrashed(_ process: Process, _ what: String, log: @autoclosure () -> String) {
+        let crashes: Set<Int32> = [SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGFPE]
+        guard process.terminationReason == .uncaughtSignal, crashes.contains(process.terminationStatus) else { return }
+        let tail = log().split(separator: "\n", omittingEmptySubsequences: false).suffix(60).joined(separator: "\n")
+        Issue.record("\(what) crashed (signal \(process.terminationStatus)); its log ends:\n\(tail)")
     }
 
     /// Sends `process` SIGTERM and waits up to `deadline` for it to exit; `nil` when it exited with status 0 in
@@ -301,6 +312,7 @@ final class TestCluster: Sendable {
         for process in [cloud.withLock { $0 }] + otherClouds.withLock({ $0 }) {
             if process.isRunning { process.terminate() }
             process.waitUntilExit()
+            recordIfCrashed(process, "a cloud", log: process === cloud.withLock({ $0 }) ? cloudLog : "")
         }
         close(notifyFD)
         if ProcessInfo.processInfo.environment["LIVEGATE_KEEP_TEST_DIRS"] == nil {
