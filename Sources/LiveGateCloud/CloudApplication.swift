@@ -129,7 +129,7 @@ struct PostgresEventPump: Service {
     let after: Int64
 
     func run() async throws {
-        try await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             await store.runEventPump(after: after) { seq, event in hub.publish(seq: seq, event: event) }
         }
     }
