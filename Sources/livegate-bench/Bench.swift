@@ -35,6 +35,7 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Tokens for the memory run (spread over 100 connections).") var tokens = 100_000
     @Option(help: "Where livegated and livegate-cloud are (default: next to this program).") var binDirectory: String?
     @Option(help: "The daemon's event-loops setting (default: its own, auto).") var eventLoops: String?
+    @Option(help: "The daemon's cache-max-entities setting (default: its own, no bound).") var cacheMaxEntities: Int?
     @Option(help: "redis-server to compare with.") var redisServer = "/usr/bin/redis-server"
     @Flag(help: "Skip the Redis rows.") var skipRedis = false
     @Flag(help: "Skip the memory run.") var skipMemory = false
@@ -89,7 +90,7 @@ struct Bench: AsyncParsableCommand {
         let counts = subscribers.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
         say(
             "livegate-bench: payload ~\(payloadBytes) B, burst \(burst) updates, \(rate) updates/s for \(seconds) s; "
-                + "livegated event-loops = \(eventLoops ?? "auto"); work in \(directory)"
+                + "livegated event-loops = \(eventLoops ?? "auto"), cache-max-entities = \(cacheMaxEntities.map(String.init) ?? "none"); work in \(directory)"
         )
 
         let cloud = LoadCloud(payloadBytes: payloadBytes)
@@ -496,7 +497,7 @@ struct Bench: AsyncParsableCommand {
             max-tokens-per-connection = 100000
             max-requests-per-second = 10000000
             max-queued-bytes-per-connection = 67108864
-            """ + (eventLoops.map { "\nevent-loops = \($0)" } ?? "")
+            """ + (eventLoops.map { "\nevent-loops = \($0)" } ?? "") + (cacheMaxEntities.map { "\ncache-max-entities = \($0)" } ?? "")
         try config.write(toFile: directory + "/livegated.conf", atomically: true, encoding: .utf8)
         let socket = directory + "/livegate.sock"
         let child = try Child(
