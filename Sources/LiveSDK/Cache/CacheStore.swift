@@ -423,6 +423,15 @@ final class CacheStore: Sendable {
         return db.changesCount > 0
     }
 
+    /// How many objects the cache holds (a read: beside the writer, not waiting for it).
+    func entityCount() async throws(LiveError) -> Int {
+        do {
+            return try await pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM entity") ?? 0 }
+        } catch {
+            throw monitor.failure(error, doing: "counting the objects in the cache", path: path)
+        }
+    }
+
     /// Deletes entities beyond `keepingAtMost`, least recently used first, never one of `protecting`.
     /// Returns how many it deleted.
     func evict(keepingAtMost limit: Int, protecting protected: Set<EntityKey>) async throws(LiveError) -> Int {

@@ -355,7 +355,7 @@ extension LiveClient {
                     readAt: result.firstSeq
                 )
                 readOutcome(window.query.collection, nil)
-                await cacheStored(result.items.count)
+                cacheStored(result.items.count)
                 failures = 0
                 if !collectionRefetchWanted.contains(window) { break }
             } catch {
@@ -493,6 +493,7 @@ extension LiveClient {
         collectionObservations[window] = nil
         collectionCountedThrough[window] = nil
         collectionsCatchingUp.remove(window)
+        askForEviction()
         await realtime.release(.collection(window.query.collection))
         // The query's result index goes with its last window.
         if !collectionObservations.keys.contains(where: { $0.query == window.query }), let index = resultIndexes.removeValue(forKey: window.query) {

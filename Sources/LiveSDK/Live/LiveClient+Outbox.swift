@@ -140,7 +140,7 @@ extension LiveClient {
                 collectionsChanged(entity, placing: newest)
                 await pendingChanged(entry.key)
                 await releaseHeldChanges()
-                await cacheStored(1)
+                cacheStored(1)
                 finish(entry.id, .success(entity))
             } catch  where [.cloudUnavailable, .unauthenticated, .cacheFailure].contains(error.code) {
                 await releaseHeldChanges()
