@@ -38,10 +38,12 @@ struct LiveSemanticsChecker {
         var notifications = 0
         var settleChecks = 0
         var objectsObservedAnew = 0
+        /// The daemon's `cache-max-entities` in this run, if bounded.
+        var cacheBound: Int?
         var description: String {
             let faultText = faults.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue) \($0.value)" }.joined(separator: ", ")
             return
-                "\(phases) phases, \(faults.values.reduce(0, +)) faults (\(faultText)), \(remoteWrites) remote and \(localWrites) local writes, \(objectsObservedAnew) objects observed anew under writes, \(notifications) notifications checked, \(settleChecks) settled states compared"
+                "\(phases) phases, \(faults.values.reduce(0, +)) faults (\(faultText)), \(remoteWrites) remote and \(localWrites) local writes, \(objectsObservedAnew) objects observed anew under writes, \(notifications) notifications checked, \(settleChecks) settled states compared, cache bound \(cacheBound.map(String.init) ?? "none")"
         }
     }
 
@@ -56,11 +58,24 @@ struct LiveSemanticsChecker {
     func run() async throws -> (Figures, [String], CheckerLog) {
         var random = SeededGenerator(seed: seed)
         let retention = Bool.random(using: &random) ? 60 : 100_000
-        let cluster = try await TestCluster.start(cloudArguments: ["--event-retention", "\(retention)"])
+        // Half the runs bound the daemon's cache below what the clients observe over a run, so that unobserved
+        // objects are evicted under the same faults. Drawn apart from the schedule: a seed's schedule stays
+        // what it was before runs were bounded.
+        var bounding = SeededGenerator(seed: seed ^ 0x6361_6368_6562_6f75)
+        let cacheBound = Bool.random(using: &bounding) ? Int.random(in: 5...40, using: &bounding) : nil
+        let cluster = try await TestCluster.start(startDaemon: false, cloudArguments: ["--event-retention", "\(retention)"])
         defer { cluster.stop() }
+        var daemonArguments: [String] = []
+        if let cacheBound {
+            let config = cluster.directory + "/livegated.conf"
+            try "cache-max-entities = \(cacheBound)\n".write(toFile: config, atomically: true, encoding: .utf8)
+            daemonArguments = ["--config", config]
+        }
+        try await cluster.startDaemon(extraArguments: daemonArguments)
         let log = CheckerLog()
-        log.note("seed \(seed), event retention \(retention)")
+        log.note("seed \(seed), event retention \(retention), cache bound \(cacheBound.map(String.init) ?? "none")")
         var figures = Figures()
+        figures.cacheBound = cacheBound
         let ids = (0..<itemCount).map { "i\($0)" }
         let ledger = WriteLedger()
         var remote = try await RemoteWriter(cluster: cluster, ledger: ledger, ids: ids)
@@ -97,6 +112,7 @@ struct LiveSemanticsChecker {
             let phaseSeed = random.next()
             let (remoteCount, localCount) = try await runPhase(
                 cluster: cluster,
+                daemonArguments: daemonArguments,
                 clients: clients,
                 faults: faults,
                 remote: &remote,
@@ -120,6 +136,7 @@ struct LiveSemanticsChecker {
     /// One phase: writes and actions for about 2–4 s, the faults striking at random moments within it.
     private func runPhase(
         cluster: TestCluster,
+        daemonArguments: [String],
         clients: [CheckerClient],
         faults: [Fault],
         remote: inout RemoteWriter,
@@ -137,7 +154,7 @@ struct LiveSemanticsChecker {
         while clock.now - start < length {
             if let next = schedule.first, clock.now >= next.at {
                 schedule.removeFirst()
-                try await strike(next.fault, cluster: cluster, clients: clients, random: &random, log: log)
+                try await strike(next.fault, cluster: cluster, daemonArguments: daemonArguments, clients: clients, random: &random, log: log)
             }
             let id = remote.ids.randomElement(using: &random)!
             switch Int.random(in: 0..<40, using: &random) {
@@ -197,7 +214,14 @@ struct LiveSemanticsChecker {
         return applied
     }
 
-    private func strike(_ fault: Fault, cluster: TestCluster, clients: [CheckerClient], random: inout SeededGenerator, log: CheckerLog) async throws {
+    private func strike(
+        _ fault: Fault,
+        cluster: TestCluster,
+        daemonArguments: [String],
+        clients: [CheckerClient],
+        random: inout SeededGenerator,
+        log: CheckerLog
+    ) async throws {
         log.note("FAULT \(fault.rawValue)")
         switch fault {
         case .realtimeDrop:
@@ -218,7 +242,7 @@ struct LiveSemanticsChecker {
             } else if let problem = cluster.stopDaemonCleanly() {
                 log.violation(problem)
             }
-            try await cluster.startDaemon()
+            try await cluster.startDaemon(extraArguments: daemonArguments)
             try await reconnect(clients, cluster: cluster)
         case .slowReader:
             let client = clients.randomElement(using: &random)!
