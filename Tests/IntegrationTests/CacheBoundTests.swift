@@ -16,14 +16,26 @@ import Testing
         return Set(result.output.split(separator: "\n").map(String.init))
     }
 
-    @Test func unobservedEntitiesAreEvictedLeastRecentlyUsedFirst() async throws {
+    /// A cluster whose daemon keeps at most 5 objects in its cache, with `count` objects `prefix0`, `prefix1`, …
+    /// in `collection` on its cloud.
+    func clusterBoundedToFive(objects count: Int, in collection: String, named prefix: String) async throws -> TestCluster {
         let cluster = try await TestCluster.start(startDaemon: false)
+        do {
+            let config = cluster.directory + "/livegated.conf"
+            try "cache-max-entities = 5\n".write(toFile: config, atomically: true, encoding: .utf8)
+            try await cluster.startDaemon(extraArguments: ["--config", config])
+            let token = try await cluster.login()
+            for n in 0..<count { try await cluster.put(collection, "\(prefix)\(n)", ["n": .number(Double(n))], token: token) }
+            return cluster
+        } catch {
+            cluster.stop()
+            throw error
+        }
+    }
+
+    @Test func unobservedEntitiesAreEvictedLeastRecentlyUsedFirst() async throws {
+        let cluster = try await clusterBoundedToFive(objects: 12, in: "lru", named: "o")
         defer { cluster.stop() }
-        let config = cluster.directory + "/livegated.conf"
-        try "cache-max-entities = 5\n".write(toFile: config, atomically: true, encoding: .utf8)
-        try await cluster.startDaemon(extraArguments: ["--config", config])
-        let token = try await cluster.login()
-        for n in 0..<12 { try await cluster.put("lru", "o\(n)", ["n": .number(Double(n))], token: token) }
 
         try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "lru") { client in
             // o0 stays observed the whole time.
@@ -45,13 +57,8 @@ import Testing
     /// Fetches that store faster than eviction passes run (40 objects observed at once, bound 5): a pass asked for
     /// while one runs is run after it, so the last stores are evicted too, not left over the bound until the next.
     @Test func aBurstOfFetchesBeyondTheBoundEndsWithinIt() async throws {
-        let cluster = try await TestCluster.start(startDaemon: false)
+        let cluster = try await clusterBoundedToFive(objects: 40, in: "burst", named: "b")
         defer { cluster.stop() }
-        let config = cluster.directory + "/livegated.conf"
-        try "cache-max-entities = 5\n".write(toFile: config, atomically: true, encoding: .utf8)
-        try await cluster.startDaemon(extraArguments: ["--config", config])
-        let token = try await cluster.login()
-        for n in 0..<40 { try await cluster.put("burst", "b\(n)", ["n": .number(Double(n))], token: token) }
 
         try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "burst") { client in
             try await withThrowingTaskGroup(of: Int64.self) { group in
