@@ -62,6 +62,8 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "LiveCloudAPI", dependencies: ["LiveJSON"], swiftSettings: swiftSettings),
+        // Event loops as task executors (the engine's loop, the cloud's PostgreSQL write transactions).
+        .target(name: "LiveEventLoops", dependencies: [.product(name: "NIOCore", package: "swift-nio")], swiftSettings: swiftSettings),
         // SQLite's WAL checkpointed beside its writer (the engine's cache, the cloud's store).
         .target(
             name: "LiveSQLite",
@@ -73,7 +75,7 @@ let package = Package(
         .target(
             name: "LiveSDK",
             dependencies: [
-                "LiveCloudAPI", "LiveJSON", "LiveChangeSet", "LiveSQLite",
+                "LiveCloudAPI", "LiveJSON", "LiveChangeSet", "LiveSQLite", "LiveEventLoops",
                 server("GRDB", "GRDB.swift"),
                 server("AsyncHTTPClient", "async-http-client"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -151,7 +153,8 @@ let package = Package(
         .target(
             name: "LiveGateCloud",
             dependencies: [
-                "LiveCloudAPI", "LiveJSON", "LiveSQLite",
+                "LiveCloudAPI", "LiveJSON", "LiveSQLite", "LiveEventLoops",
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 server("Hummingbird", "hummingbird"),

@@ -42,11 +42,15 @@ public func runCloud(
         try await app.runService()
     case .postgres(let postgres):
         let client = PostgresClient(configuration: postgres, backgroundLogger: logger)
+        let writeLane = PostgresWriteLane(configuration: postgres, logger: logger)
         try await withThrowingDiscardingTaskGroup { group in
             group.addTask { await client.run() }
+            group.addTask { await writeLane.run() }
             // The client retries connecting for ever; at start, a database that never answers is an error.
             let store = try await withThrowingTaskGroup(of: PostgresStore?.self) { opening in
-                opening.addTask { try await PostgresStore(client: client, eventRetention: configuration.eventRetention, logger: logger) }
+                opening.addTask {
+                    try await PostgresStore(client: client, writeLane: writeLane, eventRetention: configuration.eventRetention, logger: logger)
+                }
                 opening.addTask {
                     try await Task.sleep(for: configuration.storageConnectTimeout)
                     return nil
@@ -71,7 +75,7 @@ public func runCloud(
                 onListening: onListening
             )
             try await app.runService()
-            group.cancelAll()  // ends client.run()
+            group.cancelAll()  // ends client.run() and writeLane.run()
         }
     }
 }

@@ -25,7 +25,11 @@ final class GroupCommit<Request: Sendable, Outcome: Sendable>: Sendable {
     private let commit: Commit
     private let state = Mutex<(waiting: [Waiting], committing: Bool, transactions: Int, writes: Int)>(([], false, 0, 0))
 
-    init(commit: @escaping Commit) {
+    /// Where the task that runs the transactions prefers to run (`nil`: the cooperative pool).
+    private let executor: (any TaskExecutor)?
+
+    init(executor: (any TaskExecutor)? = nil, commit: @escaping Commit) {
+        self.executor = executor
         self.commit = commit
     }
 
@@ -41,7 +45,7 @@ final class GroupCommit<Request: Sendable, Outcome: Sendable>: Sendable {
                 state.committing = true
                 return true
             }
-            if starts { Task { await self.commitWaiting() } }
+            if starts { Task(executorPreference: executor) { await self.commitWaiting() } }
         }.get()
     }
 

@@ -1,5 +1,6 @@
 // Licensed under the Apache License, Version 2.0.
 
+import LiveEventLoops
 import NIOCore
 
 /// The one event loop the engine runs on: the realtime connection's socket, the engine's actors (their
@@ -21,19 +22,4 @@ struct EngineLoop: Sendable {
 
     /// For an actor's `unownedExecutor`: the loop itself (NIO's loops are serial executors).
     var serialExecutor: UnownedSerialExecutor { eventLoop.executor.asUnownedSerialExecutor() }
-}
-
-/// A task executor over one event loop: nonisolated async code of a task that prefers it (an iterator's
-/// `next()`, a task group's child) runs on the loop's thread, as the engine's actors do.
-final class EventLoopTaskExecutor: TaskExecutor {
-    let eventLoop: any EventLoop
-
-    init(eventLoop: any EventLoop) {
-        self.eventLoop = eventLoop
-    }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
-    }
 }

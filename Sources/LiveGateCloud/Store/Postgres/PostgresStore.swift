@@ -35,12 +35,13 @@ final class PostgresStore: CloudStore {
     let queryIndexes: QueryIndexes
 
     /// Opens the store on a running client (`client.run()` must be going), applying missing migrations.
-    init(client: PostgresClient, eventRetention: Int64 = 100_000, logger: Logger) async throws {
+    /// Object writes go through `writeLane` when given (its `run()` must be going too), else through `client`.
+    init(client: PostgresClient, writeLane: PostgresWriteLane? = nil, eventRetention: Int64 = 100_000, logger: Logger) async throws {
         self.client = client
         self.logger = logger
         self.eventRetention = max(eventRetention, 1)
-        let writer = PostgresBatchWriter(client: client, logger: logger, eventRetention: max(eventRetention, 1))
-        groupCommit = GroupCommit { batch in await writer.commit(batch) }
+        let writer = PostgresBatchWriter(client: writeLane?.client ?? client, logger: logger, eventRetention: max(eventRetention, 1))
+        groupCommit = GroupCommit(executor: writeLane?.executor) { batch in await writer.commit(batch) }
         try await PostgresSchema.migrate(client, logger: logger)
         // The query indexes made before (by this instance's earlier runs, or by another).
         var made: Set<QueryIndexes.Index> = []
