@@ -34,7 +34,7 @@ struct PostgresBatchWriter: Sendable {
     func commit(_ batch: [PendingWrite]) async -> [Result<WriteOutcome, any Error>] {
         do {
             return try await client.withTransaction(logger: logger) { connection in
-                try await connection.query("SELECT pg_advisory_xact_lock(\(PostgresStore.writeLock))", logger: logger)
+                try await connection.run(PostgresStatements.WriteLock(), logger: logger)
                 return try await apply(batch, on: connection).map { .success($0) }
             }
         } catch {
@@ -85,48 +85,25 @@ struct PostgresBatchWriter: Sendable {
         -> [IdempotencyKey: (entity: Entity, outcome: String)]
     {
         guard !keys.isEmpty else { return [:] }
-        let rows = try await connection.query(
-            """
-            SELECT username, key, entity, outcome FROM applied_write
-            WHERE (username, key) IN (SELECT * FROM unnest(\(keys.map(\.user))::text[], \(keys.map(\.key))::text[]))
-            """,
-            logger: logger
-        )
         var found: [IdempotencyKey: (entity: Entity, outcome: String)] = [:]
-        for try await (user, key, text, outcome) in rows.decode((String, String, String, String).self) {
+        for try await (user, key, text, outcome) in try await connection.execute(PostgresStatements.AppliedWrites(keys: keys), logger: logger) {
             found[IdempotencyKey(user: user, key: key)] = (try CloudJSON.decode(Entity.self, from: text), outcome)
         }
         return found
     }
 
     private func currentEntities(_ keys: [EntityKey], on connection: PostgresConnection) async throws -> [EntityKey: Entity] {
-        let rows = try await connection.query(
-            """
-            SELECT \(unescaped: PostgresStore.entityColumns) FROM entity
-            WHERE (collection, id) IN (SELECT * FROM unnest(\(keys.map(\.collection))::text[], \(keys.map(\.id))::text[]))
-            """,
-            logger: logger
-        )
         var found: [EntityKey: Entity] = [:]
-        for entity in try await PostgresStore.entities(rows) { found[entity.key] = entity }
+        for try await entity in try await connection.execute(PostgresStatements.Entities(keys: keys), logger: logger) {
+            found[entity.key] = entity
+        }
         return found
     }
 
     /// Stores each written object's last state (one row per object: an upsert may not touch a row twice).
     private func store(_ entities: [Entity], on connection: PostgresConnection) async throws {
         let data = try entities.map { try StoreText.encode($0.data) }
-        try await connection.query(
-            """
-            INSERT INTO entity (collection, id, version, data, created_at, updated_at, deleted)
-            SELECT c, i, v, d::jsonb, ca, ua, del FROM unnest(
-                \(entities.map(\.collection))::text[], \(entities.map(\.id))::text[], \(entities.map(\.version))::bigint[],
-                \(data)::text[], \(entities.map(\.createdAt))::text[], \(entities.map(\.updatedAt))::text[], \(entities.map(\.deleted))::boolean[]
-            ) AS w(c, i, v, d, ca, ua, del)
-            ON CONFLICT (collection, id) DO UPDATE SET version = excluded.version, data = excluded.data,
-                created_at = excluded.created_at, updated_at = excluded.updated_at, deleted = excluded.deleted
-            """,
-            logger: logger
-        )
+        try await connection.run(PostgresStatements.StoreEntities(entities: entities, data: data), logger: logger)
     }
 
     /// Keeps each collection's count of live objects (`collection_size`): +1 for an object created, -1 for
@@ -139,12 +116,8 @@ struct PostgresBatchWriter: Sendable {
         }
         let changed = joined.filter { $0.value != 0 }
         guard !changed.isEmpty else { return }
-        try await connection.query(
-            """
-            INSERT INTO collection_size (collection, live)
-            SELECT * FROM unnest(\(Array(changed.keys))::text[], \(Array(changed.values))::bigint[])
-            ON CONFLICT (collection) DO UPDATE SET live = collection_size.live + excluded.live
-            """,
+        try await connection.run(
+            PostgresStatements.CountLive(collections: Array(changed.keys), added: Array(changed.values)),
             logger: logger
         )
     }
@@ -156,22 +129,16 @@ struct PostgresBatchWriter: Sendable {
         let texts = try events.map { try StoreText.encode($0.entity) }
         // `previous` is JSON text, never empty: "" stands for none.
         let previous = events.map { $0.previous ?? "" }
-        let inserted = try await connection.query(
-            """
-            INSERT INTO event (collection, id, version, entity, previous)
-            SELECT c, i, v, e, nullif(p, '') FROM unnest(
-                \(events.map(\.entity.collection))::text[], \(events.map(\.entity.id))::text[], \(events.map(\.entity.version))::bigint[],
-                \(texts)::text[], \(previous)::text[]
-            ) WITH ORDINALITY AS w(c, i, v, e, p, n) ORDER BY n
-            RETURNING seq
-            """,
-            logger: logger
-        )
         var seqs: [Int64] = []
-        for try await seq in inserted.decode(Int64.self) { seqs.append(seq) }
+        for try await seq in try await connection.execute(
+            PostgresStatements.AppendEvents(entities: events.map(\.entity), texts: texts, previous: previous),
+            logger: logger
+        ) {
+            seqs.append(seq)
+        }
         seqs.sort()
         guard let last = seqs.last else { return seqs }
-        try await connection.query("SELECT pg_notify(\(PostgresStore.channel), \(String(last)))", logger: logger)
+        try await connection.run(PostgresStatements.NotifyEvents(last: last), logger: logger)
         if seqs.contains(where: { $0 % 64 == 0 }) {
             // Keep the log bounded: every 64 events, drop what is past the retention.
             try await connection.query("DELETE FROM event WHERE seq <= \(last - eventRetention)", logger: logger)
@@ -191,14 +158,8 @@ struct PostgresBatchWriter: Sendable {
         }
         guard !writes.isEmpty else { return }
         let entities = try writes.map { try StoreText.encode($0.entity) }
-        try await connection.query(
-            """
-            INSERT INTO applied_write (username, key, entity, outcome, at)
-            SELECT u, k, e, o, \(now) FROM unnest(
-                \(writes.map(\.idempotency.user))::text[], \(writes.map(\.idempotency.key))::text[], \(entities)::text[],
-                \(writes.map(\.outcome))::text[]
-            ) AS w(u, k, e, o)
-            """,
+        try await connection.run(
+            PostgresStatements.RememberWrites(keys: writes.map(\.idempotency), entities: entities, outcomes: writes.map(\.outcome), at: now),
             logger: logger
         )
     }

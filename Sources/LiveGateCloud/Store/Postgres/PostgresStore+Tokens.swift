@@ -20,13 +20,15 @@ extension PostgresStore {
     }
 
     func tokenGrant(_ hash: String, kind: TokenGrant.Kind) async throws -> TokenGrant? {
-        try await Self.grants(
-            kind,
-            try await client.query(
-                "SELECT username, expires_at, pair FROM token WHERE hash = \(hash) AND kind = \(kind.rawValue)",
-                logger: logger
-            )
-        ).first
+        // Every row read (at most one: the hash is the key), so that the sequence ends and frees its connection.
+        var grants: [TokenGrant] = []
+        for try await (user, expiresAt, pair) in try await client.execute(
+            PostgresStatements.TokenGrant(hash: hash, kind: kind.rawValue),
+            logger: logger
+        ) {
+            grants.append(TokenGrant(kind: kind, user: user, expiresAt: expiresAt, pair: pair))
+        }
+        return grants.first
     }
 
     func takeRefreshToken(_ hash: String) async throws -> TokenGrant? {

@@ -1,0 +1,210 @@
+// Licensed under the Apache License, Version 2.0.
+
+import LiveCloudAPI
+import Logging
+import PostgresNIO
+
+/// The statements every write or request runs, prepared once per connection (PostgresNIO keeps them by
+/// name): PostgreSQL then neither parses nor plans them again. An unnamed statement cost the server a parse
+/// and a plan each time, about 0.09 of the 0.1 ms a token's grant read took (Benchmarks.md).
+enum PostgresStatements {
+    /// The grant of a token of one kind.
+    struct TokenGrant: PostgresPreparedStatement {
+        static let sql = "SELECT username, expires_at, pair FROM token WHERE hash = $1 AND kind = $2"
+        let hash: String
+        let kind: String
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 2)
+            bindings.append(hash)
+            bindings.append(kind)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> (String, Int64, String) {
+            try row.decode((String, Int64, String).self)
+        }
+    }
+
+    /// Takes the write lock for the rest of the transaction.
+    struct WriteLock: PostgresPreparedStatement {
+        static let sql = "SELECT pg_advisory_xact_lock($1)"
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 1)
+            bindings.append(PostgresStore.writeLock)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws {}
+    }
+
+    /// Objects by key.
+    struct Entities: PostgresPreparedStatement {
+        static let sql = """
+            SELECT \(PostgresStore.entityColumns) FROM entity
+            WHERE (collection, id) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+            """
+        let keys: [EntityKey]
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 2)
+            bindings.append(keys.map(\.collection))
+            bindings.append(keys.map(\.id))
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Entity {
+            let (collection, id, version, data, createdAt, updatedAt, deleted) = try row.decode(
+                (String, String, Int64, String, String, String, Bool).self
+            )
+            return try PostgresStore.entity(collection, id, version, data, createdAt, updatedAt, deleted)
+        }
+    }
+
+    /// The writes remembered under these idempotency keys: user, key, the entity stored (JSON text), outcome.
+    struct AppliedWrites: PostgresPreparedStatement {
+        static let sql = """
+            SELECT username, key, entity, outcome FROM applied_write
+            WHERE (username, key) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+            """
+        let keys: [IdempotencyKey]
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 2)
+            bindings.append(keys.map(\.user))
+            bindings.append(keys.map(\.key))
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> (String, String, String, String) {
+            try row.decode((String, String, String, String).self)
+        }
+    }
+
+    /// Stores each object's last state (one row per object: an upsert may not touch a row twice); the data
+    /// as JSON text.
+    struct StoreEntities: PostgresPreparedStatement {
+        static let sql = """
+            INSERT INTO entity (collection, id, version, data, created_at, updated_at, deleted)
+            SELECT c, i, v, d::jsonb, ca, ua, del FROM unnest(
+                $1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::boolean[]
+            ) AS w(c, i, v, d, ca, ua, del)
+            ON CONFLICT (collection, id) DO UPDATE SET version = excluded.version, data = excluded.data,
+                created_at = excluded.created_at, updated_at = excluded.updated_at, deleted = excluded.deleted
+            """
+        let entities: [Entity]
+        let data: [String]
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 7)
+            bindings.append(entities.map(\.collection))
+            bindings.append(entities.map(\.id))
+            bindings.append(entities.map(\.version))
+            bindings.append(data)
+            bindings.append(entities.map(\.createdAt))
+            bindings.append(entities.map(\.updatedAt))
+            bindings.append(entities.map(\.deleted))
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws {}
+    }
+
+    /// Adds to collections' counts of live objects.
+    struct CountLive: PostgresPreparedStatement {
+        static let sql = """
+            INSERT INTO collection_size (collection, live)
+            SELECT * FROM unnest($1::text[], $2::bigint[])
+            ON CONFLICT (collection) DO UPDATE SET live = collection_size.live + excluded.live
+            """
+        let collections: [String]
+        let added: [Int64]
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 2)
+            bindings.append(collections)
+            bindings.append(added)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws {}
+    }
+
+    /// Appends events in the order given (each entity as JSON text, the data before it or "" for none);
+    /// returns their sequence numbers.
+    struct AppendEvents: PostgresPreparedStatement {
+        static let sql = """
+            INSERT INTO event (collection, id, version, entity, previous)
+            SELECT c, i, v, e, nullif(p, '') FROM unnest(
+                $1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[]
+            ) WITH ORDINALITY AS w(c, i, v, e, p, n) ORDER BY n
+            RETURNING seq
+            """
+        let entities: [Entity]
+        let texts: [String]
+        let previous: [String]
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 5)
+            bindings.append(entities.map(\.collection))
+            bindings.append(entities.map(\.id))
+            bindings.append(entities.map(\.version))
+            bindings.append(texts)
+            bindings.append(previous)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Int64 {
+            try row.decode(Int64.self)
+        }
+    }
+
+    /// Wakes every instance's event pump at commit with the last sequence number appended.
+    struct NotifyEvents: PostgresPreparedStatement {
+        static let sql = "SELECT pg_notify($1, $2)"
+        let last: Int64
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 2)
+            bindings.append(PostgresStore.channel)
+            bindings.append(String(last))
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws {}
+    }
+
+    /// Records the idempotency keys of writes applied (each entity as JSON text) at `at` (milliseconds).
+    struct RememberWrites: PostgresPreparedStatement {
+        static let sql = """
+            INSERT INTO applied_write (username, key, entity, outcome, at)
+            SELECT u, k, e, o, $5::bigint FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS w(u, k, e, o)
+            """
+        let keys: [IdempotencyKey]
+        let entities: [String]
+        let outcomes: [String]
+        let at: Int64
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 5)
+            bindings.append(keys.map(\.user))
+            bindings.append(keys.map(\.key))
+            bindings.append(entities)
+            bindings.append(outcomes)
+            bindings.append(at)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws {}
+    }
+}
+
+extension PostgresConnection {
+    /// Runs a prepared statement whose rows (if any) carry nothing, reading them to its end. (PostgresNIO's
+    /// `execute` that returns the command tag traps on a statement that returns rows, as a `SELECT` does.)
+    func run<Statement: PostgresPreparedStatement>(_ statement: Statement, logger: Logger) async throws where Statement.Row == () {
+        let rows: AsyncThrowingMapSequence<PostgresRowSequence, ()> = try await execute(statement, logger: logger)
+        for try await _ in rows {}
+    }
+}
