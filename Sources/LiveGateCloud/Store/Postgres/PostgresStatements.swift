@@ -5,8 +5,9 @@ import Logging
 import PostgresNIO
 
 /// The statements every write or request runs, prepared once per connection (PostgresNIO keeps them by
-/// name): PostgreSQL then neither parses nor plans them again. An unnamed statement cost the server a parse
-/// and a plan each time, about 0.09 of the 0.1 ms a token's grant read took (Benchmarks.md).
+/// name), so that PostgreSQL does not parse and plan them at every run: as unnamed statements, parsing and
+/// binding (which plans) were 0.092 ms of the 0.104 ms a token's grant read took in the server's statement
+/// log (Benchmarks.md).
 enum PostgresStatements {
     /// The grant of a token of one kind.
     struct TokenGrant: PostgresPreparedStatement {
