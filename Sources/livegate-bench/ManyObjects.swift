@@ -98,7 +98,8 @@ extension Bench {
             also: loaded
         )
         say(
-            "  after a restart: \(existing) cached answers after \(format(cached.all)) ms; all fresh again after \(format(cached.alsoAll ?? .nan)) ms"
+            "  after a restart: \(existing) cached answers after \(format(cached.all)) ms (first \(format(cached.first)) ms); "
+                + "all fresh again after \(format(cached.alsoAll ?? .nan)) ms"
         )
     }
 
