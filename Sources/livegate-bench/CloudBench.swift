@@ -42,6 +42,7 @@ extension Bench {
         if secondInstance {
             let (second, secondBase, secondAccess) = try await startCloud(directory: directory + "/second", bin: bin, storage: storage)
             (other, listenBase, listenAccess) = (second, secondBase, secondAccess)
+            if !queriesOnly { try await measureSharedWrites(label, bases: [base, secondBase], access: access, clouds: [cloud, second]) }
         } else if !queriesOnly {
             try await measureCloudWrites(label, base: base, access: access, cloud: cloud)
         }
@@ -169,6 +170,19 @@ extension Bench {
 
     /// `clients` writers at once, each `perClient` writes to 20 objects of its own, each writer a thread with
     /// its own connection (``RawHTTPConnection``); returns the seconds taken.
+    /// 64 writers at once, spread over instances sharing the database (each writer on one of them): the rate,
+    /// and each instance's CPU time per write of all.
+    private func measureSharedWrites(_ label: String, bases: [String], access: String, clouds: [Child]) async throws {
+        let padding = String(repeating: "x", count: max(0, payloadBytes - 20))
+        let cpuBefore = clouds.map(\.cpuSeconds)
+        let seconds = try await concurrentWrites(bases: bases, access: access, clients: 64, perClient: 16_000 / 64, collection: "w2") { _ in padding }
+        let perWrite = zip(clouds, cpuBefore).map { cloud, before in String(format: "%.0f", (cloud.cpuSeconds - before) * 1e6 / 16_000) }
+        say(
+            "cloud (\(label)) writes, 64 clients at once, spread over the \(bases.count): \(Int(16_000 / seconds)) writes/s, "
+                + "CPU µs a write: clouds \(perWrite.joined(separator: " + "))"
+        )
+    }
+
     private func concurrentWrites(
         base: String,
         access: String,
@@ -177,7 +191,18 @@ extension Bench {
         collection: String,
         padding: @escaping @Sendable (Int) -> String
     ) async throws -> Double {
-        let writers = try WriterThreads(clients, base: base)
+        try await concurrentWrites(bases: [base], access: access, clients: clients, perClient: perClient, collection: collection, padding: padding)
+    }
+
+    private func concurrentWrites(
+        bases: [String],
+        access: String,
+        clients: Int,
+        perClient: Int,
+        collection: String,
+        padding: @escaping @Sendable (Int) -> String
+    ) async throws -> Double {
+        let writers = try WriterThreads(clients, bases: bases)
         let started = DispatchTime.now().uptimeNanoseconds
         try await writers.run { c, connection in
             for n in 0..<perClient {

@@ -153,9 +153,14 @@ final class WriterThreads: Sendable {
     private let connections: Mutex<[RawHTTPConnection?]>
     let count: Int
 
-    init(_ count: Int, base: String) throws {
+    convenience init(_ count: Int, base: String) throws {
+        try self.init(count, bases: [base])
+    }
+
+    /// Writer `i` connects to `bases[i % bases.count]` (writers spread over instances sharing a database).
+    init(_ count: Int, bases: [String]) throws {
         self.count = count
-        connections = Mutex(try (0..<count).map { _ in try RawHTTPConnection(base: base) })
+        connections = Mutex(try (0..<count).map { index in try RawHTTPConnection(base: bases[index % bases.count]) })
     }
 
     /// Runs `body(index, connection)` for every writer at once and waits for them all (once: each connection
