@@ -120,12 +120,14 @@ final class OutboxStore: Sendable {
     func enqueue(_ key: EntityKey, _ write: LiveWrite, ifVersion: Int64?, writeID: String = UUID().uuidString) async throws(LiveError) -> Int64 {
         do {
             let text = try Self.encode(write)
-            let id = try await queue.write { db in
-                try db.execute(
-                    sql: "INSERT INTO outbox (collection, objectId, write, ifVersion, writeId) VALUES (?, ?, ?, ?, ?)",
-                    arguments: [key.collection, key.id, text, ifVersion, writeID]
-                )
-                return db.lastInsertedRowID
+            let id = try await access { db in
+                try Self.inTransaction(db) {
+                    try db.execute(
+                        sql: "INSERT INTO outbox (collection, objectId, write, ifVersion, writeId) VALUES (?, ?, ?, ?, ?)",
+                        arguments: [key.collection, key.id, text, ifVersion, writeID]
+                    )
+                    return db.lastInsertedRowID
+                }
             }
             monitor.success(path)
             return id
@@ -138,21 +140,9 @@ final class OutboxStore: Sendable {
     /// queued here, in their order; one whose write id is here already is skipped. Returns how many it added.
     func adopt(_ entries: [OutboxEntry]) throws(LiveError) -> Int {
         do {
-            let added = try queue.write { db -> Int in
-                var added = 0
-                for entry in entries {
-                    if let writeID = entry.writeID,
-                        try Bool.fetchOne(db, sql: "SELECT 1 FROM outbox WHERE writeId = ?", arguments: [writeID]) == true
-                    {
-                        continue
-                    }
-                    try db.execute(
-                        sql: "INSERT INTO outbox (collection, objectId, write, ifVersion, writeId) VALUES (?, ?, ?, ?, ?)",
-                        arguments: [entry.key.collection, entry.key.id, try Self.encode(entry.write), entry.ifVersion, entry.writeID]
-                    )
-                    added += 1
-                }
-                return added
+            let added = try queue.writeWithoutTransaction { db -> Int in
+                try Self.checkOpen(db)
+                return try Self.inTransaction(db) { try Self.adopt(entries, db) }
             }
             monitor.success(path)
             return added
@@ -161,10 +151,27 @@ final class OutboxStore: Sendable {
         }
     }
 
+    private static func adopt(_ entries: [OutboxEntry], _ db: Database) throws -> Int {
+        var added = 0
+        for entry in entries {
+            if let writeID = entry.writeID,
+                try Bool.fetchOne(db, sql: "SELECT 1 FROM outbox WHERE writeId = ?", arguments: [writeID]) == true
+            {
+                continue
+            }
+            try db.execute(
+                sql: "INSERT INTO outbox (collection, objectId, write, ifVersion, writeId) VALUES (?, ?, ?, ?, ?)",
+                arguments: [entry.key.collection, entry.key.id, try Self.encode(entry.write), entry.ifVersion, entry.writeID]
+            )
+            added += 1
+        }
+        return added
+    }
+
     /// The oldest queued write whose id is over `after`, if any.
     func next(after: Int64) async throws(LiveError) -> OutboxEntry? {
         do {
-            return try await queue.read { db in
+            return try await access { db in
                 try Row.fetchOne(db, sql: "SELECT * FROM outbox WHERE id > ? ORDER BY id LIMIT 1", arguments: [after]).map(Self.entry(from:))
             }
         } catch {
@@ -175,7 +182,7 @@ final class OutboxStore: Sendable {
     /// Every queued write, oldest first; or only those of `key`.
     func entries(of key: EntityKey? = nil) async throws(LiveError) -> [OutboxEntry] {
         do {
-            return try await queue.read { db in try Self.entries(db, of: key) }
+            return try await access { db in try Self.entries(db, of: key) }
         } catch {
             throw monitor.failure(error, doing: "reading the outbox", path: path)
         }
@@ -198,14 +205,41 @@ final class OutboxStore: Sendable {
     /// The write is done (the cloud confirmed or rejected it): it leaves the outbox.
     func remove(_ id: Int64) async throws(LiveError) {
         do {
-            try await queue.write { db in try db.execute(sql: "DELETE FROM outbox WHERE id = ?", arguments: [id]) }
+            try await access { db in try db.execute(sql: "DELETE FROM outbox WHERE id = ?", arguments: [id]) }
             monitor.success(path)
         } catch {
             throw monitor.failure(error, doing: "removing a write from the outbox", path: path)
         }
     }
 
-    /// Closes the file. The store must not be used afterwards.
+    /// Runs `body` on the connection unless the outbox is closed, serialized with every other access and with
+    /// ``close()`` (the queue's one thread). GRDB's `DatabaseQueue` does not refuse a closed connection: it hands
+    /// SQLite the null handle: SIGSEGV in `sqlite3_get_autocommit`, as a stopping daemon died in a test run (the
+    /// engine closes the outbox on the way out, while tasks it started may still use it). One statement needs
+    /// no transaction to read a consistent state; writes take theirs in `body` (``inTransaction(_:_:)``).
+    private func access<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await queue.writeWithoutTransaction { db in
+            try Self.checkOpen(db)
+            return try body(db)
+        }
+    }
+
+    private static func checkOpen(_ db: Database) throws {
+        guard db.sqliteConnection != nil else {
+            throw DatabaseError(resultCode: .SQLITE_MISUSE, message: "the outbox is closed: the engine is stopping")
+        }
+    }
+
+    private static func inTransaction<T>(_ db: Database, _ body: () throws -> T) throws -> T {
+        var result: T?
+        try db.inTransaction {
+            result = try body()
+            return .commit
+        }
+        return result!
+    }
+
+    /// Closes the file. Any use afterwards fails (``LiveError/Code/cacheFailure``: the outbox is closed).
     func close() throws(LiveError) {
         do {
             try queue.close()
