@@ -276,8 +276,10 @@ final class TestCluster: Sendable {
         let crashes: Set<Int32> = [SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGFPE]
         guard process.terminationReason == .uncaughtSignal, crashes.contains(process.terminationStatus) else { return }
         let lines = log().split(separator: "\n", omittingEmptySubsequences: false)
-        // Swift's backtrace names the crashed thread first, then every other thread: its frames, and the log's end.
-        let crashed = lines.firstIndex { $0.contains(" crashed:") }.map { Array(lines[$0...].prefix(50)) } ?? []
+        // Swift's backtrace heads the crashed thread's frames `Thread N "name" crashed:` (after the crash's own
+        // line, `*** Program crashed: …`, and often after other threads): those frames, and the log's end.
+        let crashed =
+            lines.firstIndex { $0.hasPrefix("Thread ") && $0.hasSuffix(" crashed:") }.map { Array(lines[$0...].prefix(50)) } ?? []
         let tail = lines.suffix(30)
         Issue.record(
             "\(what) crashed (signal \(process.terminationStatus)); the crashed thread:\n\(crashed.joined(separator: "\n"))\n… its log ends:\n\(tail.joined(separator: "\n"))",
