@@ -433,13 +433,13 @@ final class CacheStore: Sendable {
     }
 
     /// Deletes entities beyond `keepingAtMost`, least recently used first, never one of `protecting`.
-    /// Returns how many it deleted.
-    func evict(keepingAtMost limit: Int, protecting protected: Set<EntityKey>) async throws(LiveError) -> Int {
+    /// Returns how many it deleted, and how many the cache holds after.
+    func evict(keepingAtMost limit: Int, protecting protected: Set<EntityKey>) async throws(LiveError) -> (evicted: Int, remaining: Int) {
         do {
-            return try await pool.write { db -> Int in
+            return try await pool.write { db -> (evicted: Int, remaining: Int) in
                 let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM entity") ?? 0
                 let excess = count - limit
-                guard excess > 0 else { return 0 }
+                guard excess > 0 else { return (0, count) }
                 let candidates = try Row.fetchAll(
                     db,
                     sql: "SELECT collection, id FROM entity ORDER BY lastAccess LIMIT ?",
@@ -452,7 +452,7 @@ final class CacheStore: Sendable {
                     try db.execute(sql: "DELETE FROM entity WHERE collection = ? AND id = ?", arguments: [key.collection, key.id])
                     deleted += 1
                 }
-                return deleted
+                return (deleted, count - deleted)
             }
         } catch {
             throw monitor.failure(error, doing: "evicting from the cache", path: path)

@@ -493,7 +493,7 @@ extension LiveClient {
         collectionObservations[window] = nil
         collectionCountedThrough[window] = nil
         collectionsCatchingUp.remove(window)
-        askForEviction()
+        askForEviction(.released)
         await realtime.release(.collection(window.query.collection))
         // The query's result index goes with its last window.
         if !collectionObservations.keys.contains(where: { $0.query == window.query }), let index = resultIndexes.removeValue(forKey: window.query) {

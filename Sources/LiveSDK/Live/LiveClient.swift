@@ -150,12 +150,9 @@ public actor LiveClient {
     var checkpointsUnwritten: [Topic: Int64] = [:]
     let outboxSignal: AsyncStream<Void>.Continuation
     let outboxSignals: AsyncStream<Void>
-    /// The cache's size bound, how many stores happened since the last eviction pass, whether a pass is queued
-    /// or running (one at a time), and whether another was asked for meanwhile (see ``cacheStored(_:fromRealtime:)``).
+    /// The cache's size bound, and when its eviction passes run (``EvictionPacing``); `nil`: no bound.
     let cacheMaxEntities: Int?
-    var storesSinceEviction = 0
-    var evictionQueued = false
-    var evictionAskedMeanwhile = false
+    var evictionPacing: EvictionPacing?
 
     enum Command: Sendable {
         case activate(EntityKey)
@@ -183,6 +180,7 @@ public actor LiveClient {
         adoptedWrites = try outbox.adopt(legacy)
         if let last = legacy.last { try cache.clearLegacyOutbox(upTo: last.id) }
         cacheMaxEntities = configuration.cacheMaxEntities.map { max(1, $0) }
+        evictionPacing = cacheMaxEntities.map { EvictionPacing(limit: $0) }
         cloud = CloudClient(baseURL: configuration.cloudURL)
         session = Session(credentials: configuration.credentials, cloud: cloud, logger: logger)
         realtimeEvents = BatchQueue<RealtimeEvent>()
@@ -476,7 +474,7 @@ public actor LiveClient {
         observations[key] = nil
         awaitingCatchUp.removeShrinking(key)
         startCheckpoints.removeValueShrinking(forKey: key)
-        askForEviction()
+        askForEviction(.released)
         await realtime.release(.object(key))
     }
 
@@ -659,43 +657,49 @@ public actor LiveClient {
         }
     }
 
-    /// Counts stores into the cache toward its size bound, and asks for an eviction pass when one is due: after
-    /// every store from a fetch or a write, after 64 from realtime events. The pass runs beside the engine's
-    /// other work (``evictOverBound()``), never in the path of the event or the answer that stored: counting the
-    /// cache and collecting every observed object's key there cost ~1 ms a pass at 10,000 observed objects, after
-    /// every 64 events (the many-updates run with `cache-max-entities` set: p99 218-418 ms against 67-106 ms without).
+    /// Counts stores into the cache toward its size bound, and asks for an eviction pass when one is due
+    /// (``EvictionPacing``). The pass runs beside the engine's other work (``evictOverBound()``), never in the path
+    /// of the event or the answer that stored: counting the cache and collecting every observed object's key there
+    /// cost ~1 ms a pass at 10,000 observed objects, after every 64 events (the many-updates run with
+    /// `cache-max-entities` set: p99 218-418 ms against 67-106 ms without).
     func cacheStored(_ count: Int, fromRealtime: Bool = false) {
-        guard let limit = cacheMaxEntities else { return }
-        storesSinceEviction += count
-        guard !fromRealtime || storesSinceEviction >= min(64, limit) else { return }
-        askForEviction()
+        askForEviction(.stored(count: count, fromRealtime: fromRealtime))
     }
 
-    /// Queues an eviction pass (``evictOverBound()``) when the cache has a bound: after stores, and when an object
-    /// or a window stops being observed (what it kept in the cache may go; without this the cache stayed over
-    /// its bound after a burst of observations ended, until something else was stored).
-    func askForEviction() {
-        guard cacheMaxEntities != nil else { return }
-        guard !evictionQueued else {
-            // Stores or releases that the pass under way may not have seen: another pass once it ends.
-            evictionAskedMeanwhile = true
-            return
+    /// Asks for an eviction pass when the cache has a bound: after stores, and when an object or a window stops
+    /// being observed (what it kept in the cache may go; without this the cache stayed over its bound after a
+    /// burst of observations ended, until something else was stored).
+    func askForEviction(_ ask: EvictionPacing.Ask) {
+        guard evictionPacing != nil else { return }
+        pace(evictionPacing!.ask(ask, now: .now))
+    }
+
+    private func pace(_ action: EvictionPacing.Action) {
+        switch action {
+        case .none:
+            break
+        case .run:
+            commandSink.yield(.evict)
+        case .wakeAt(let instant):
+            Task {
+                try? await Task.sleep(until: instant, clock: .continuous)
+                self.evictionBackoffEnded()
+            }
         }
-        storesSinceEviction = 0
-        evictionQueued = true
-        commandSink.yield(.evict)
+    }
+
+    private func evictionBackoffEnded() {
+        guard evictionPacing != nil else { return }
+        pace(evictionPacing!.backoffEnded(now: .now))
     }
 
     /// Evicts unobserved objects, least recently used first, if the cache holds more than its bound: counts them
     /// first (a read, beside the cache's writer), and only when over the bound collects the keys to keep (every
     /// observed object and every object in an observed window) and deletes in one transaction.
     func evictOverBound() async {
+        var overBound = false
         defer {
-            evictionQueued = false
-            if evictionAskedMeanwhile {
-                evictionAskedMeanwhile = false
-                askForEviction()
-            }
+            if evictionPacing != nil { pace(evictionPacing!.passEnded(overBound: overBound, now: .now)) }
         }
         guard let limit = cacheMaxEntities else { return }
         do {
@@ -704,7 +708,8 @@ public actor LiveClient {
             for observation in collectionObservations.values {
                 for entity in observation.current.items { protected.insert(entity.key) }
             }
-            let evicted = try await cache.evict(keepingAtMost: limit, protecting: protected)
+            let (evicted, remaining) = try await cache.evict(keepingAtMost: limit, protecting: protected)
+            overBound = remaining > limit
             if evicted > 0 { logger.debug("cache: evicted least recently used entities", metadata: ["count": "\(evicted)"]) }
         } catch {
             // Cancelled: the engine is stopping (the next run evicts).
