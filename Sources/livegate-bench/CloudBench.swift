@@ -92,7 +92,7 @@ extension Bench {
             let before = try await cloudStats(base)
             let (cloudCPU, ownCPU) = (cloud.cpuSeconds, Child.cpuSeconds(process: "self"))
             let seconds = try await concurrentWrites(
-                base: base,
+                bases: [base],
                 access: access,
                 clients: clients,
                 perClient: 16_000 / clients,
@@ -184,17 +184,6 @@ extension Bench {
     }
 
     private func concurrentWrites(
-        base: String,
-        access: String,
-        clients: Int,
-        perClient: Int,
-        collection: String,
-        padding: @escaping @Sendable (Int) -> String
-    ) async throws -> Double {
-        try await concurrentWrites(bases: [base], access: access, clients: clients, perClient: perClient, collection: collection, padding: padding)
-    }
-
-    private func concurrentWrites(
         bases: [String],
         access: String,
         clients: Int,
@@ -281,7 +270,7 @@ extension Bench {
             var subscribed = ready.makeAsyncIterator()
             for _ in 0..<subscribers { _ = await subscribed.next() }
             let started = DispatchTime.now().uptimeNanoseconds
-            _ = try await concurrentWrites(base: writeBase, access: writeAccess, clients: 8, perClient: writes / 8, collection: collection) { _ in
+            _ = try await concurrentWrites(bases: [writeBase], access: writeAccess, clients: 8, perClient: writes / 8, collection: collection) { _ in
                 padding
             }
             try await group.waitForAll()

@@ -86,7 +86,7 @@ import Testing
     /// once the engine runs what it is told and its passes end.
     @Test(arguments: [1, 2, 3, 4, 5, 6, 7, 8] as [UInt64])
     func noAskIsLostAndPassesNeverOverlap(seed: UInt64) {
-        var random = SplitMix(seed: seed)
+        var random = SplitMix64(state: seed)
         var pacing = EvictionPacing(limit: 5)
         var now = start
         var running: ContinuousClock.Instant?
@@ -141,18 +141,5 @@ import Testing
             let served = passStarts.first { $0 >= ask.at }
             #expect(served != nil, "an ask at \(ask.at - start) got no pass (seed \(seed))")
         }
-    }
-}
-
-/// A small seeded generator (SplitMix64), for schedules that replay.
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
