@@ -6,6 +6,7 @@ import LiveCloudAPI
 import LiveJSON
 import LiveSQLite
 import Logging
+import Synchronization
 
 /// A damaged cache that the engine (``LiveClient/cacheRecovery``) moved aside.
 public struct CacheRecovery: Sendable, Equatable {
@@ -28,6 +29,13 @@ final class CacheStore: Sendable {
     /// Checkpoints the WAL beside the writer (``runCheckpoints()``), so that the engine's loop, which stores
     /// realtime events, never copies the WAL into the file inside a commit.
     private let checkpointer: WALCheckpointer
+    /// The version each evicted object had, by key, until the object is stored again: a realtime event older than
+    /// it (a topic replaying what was missed, after the cache had a newer copy from a write's answer or another
+    /// topic) is then not taken for the newest copy. Without it, eviction forgot the newer version and a window
+    /// showed the replayed older copy (checker seed 4268631748165352, bound 38). Touched only inside the cache's
+    /// write transactions, so in their order. Bounded (``evictedVersionsLimit``): emptied when full.
+    private let evictedVersions = Mutex<[EntityKey: Int64]>([:])
+    static let evictedVersionsLimit = 100_000
 
     /// Opens (or creates) the cache at `path`, and checks it (`PRAGMA quick_check`).
     /// - Throws: the SQLite error; ``open(path:monitor:now:)`` is what the engine calls.
@@ -327,7 +335,7 @@ final class CacheStore: Sendable {
     func storeNow(_ entity: Entity, checkpoint: (topic: String, seq: Int64)? = nil) throws(LiveError) -> Bool {
         do {
             let current = try pool.write { db in
-                let current = try Self.storeNewest(entity, in: db)
+                let current = try self.storeNewest(entity, in: db)
                 if let checkpoint { try Self.saveCheckpoint(checkpoint.topic, checkpoint.seq, in: db) }
                 return current
             }
@@ -345,7 +353,7 @@ final class CacheStore: Sendable {
         do {
             let current = try pool.write { db in
                 try entities.map { item in
-                    let current = try Self.storeNewest(item.entity, in: db)
+                    let current = try self.storeNewest(item.entity, in: db)
                     if let checkpoint = item.checkpoint { try Self.saveCheckpoint(checkpoint.topic, checkpoint.seq, in: db) }
                     return current
                 }
@@ -357,10 +365,16 @@ final class CacheStore: Sendable {
         }
     }
 
-    /// Writes `entity` in `db` unless it holds the same or a higher version; returns whether `entity` is then
-    /// the newest copy held (stored now, or the same version held already).
-    private static func storeNewest(_ entity: Entity, in db: Database) throws -> Bool {
-        if try upsert(entity, in: db) { return true }
+    /// Writes `entity` in `db` unless it holds the same or a higher version, or evicted a higher one; returns
+    /// whether `entity` is then the newest copy known (stored now, or the same version held already).
+    private func storeNewest(_ entity: Entity, in db: Database) throws -> Bool {
+        let evicted = evictedVersions.withLock { $0[entity.key] }
+        if let evicted, entity.version < evicted { return false }
+        if try Self.upsert(entity, in: db) {
+            // The cache holds the object again, at that version or later: it remembers the version itself.
+            if evicted != nil { evictedVersions.withLock { $0[entity.key] = nil } }
+            return true
+        }
         // Not stored: the cache holds this version already (the same write heard on another topic), or a newer one.
         let held = try Int64.fetchOne(
             db.cachedStatement(sql: "SELECT version FROM entity WHERE collection = ? AND id = ?"),
@@ -442,17 +456,21 @@ final class CacheStore: Sendable {
                 guard excess > 0 else { return (0, count) }
                 let candidates = try Row.fetchAll(
                     db,
-                    sql: "SELECT collection, id FROM entity ORDER BY lastAccess LIMIT ?",
+                    sql: "SELECT collection, id, version FROM entity ORDER BY lastAccess LIMIT ?",
                     arguments: [excess + protected.count]
                 )
-                var deleted = 0
-                for row in candidates where deleted < excess {
+                var deleted: [EntityKey: Int64] = [:]
+                for row in candidates where deleted.count < excess {
                     let key = EntityKey(collection: row["collection"], id: row["id"])
                     if protected.contains(key) { continue }
                     try db.execute(sql: "DELETE FROM entity WHERE collection = ? AND id = ?", arguments: [key.collection, key.id])
-                    deleted += 1
+                    deleted[key] = row["version"]
                 }
-                return (deleted, count - deleted)
+                self.evictedVersions.withLock { versions in
+                    if versions.count + deleted.count > Self.evictedVersionsLimit { versions.removeAll() }
+                    versions.merge(deleted) { max($0, $1) }
+                }
+                return (deleted.count, count - deleted.count)
             }
         } catch {
             throw monitor.failure(error, doing: "evicting from the cache", path: path)

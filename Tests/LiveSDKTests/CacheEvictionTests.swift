@@ -1,0 +1,45 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Foundation
+import LiveCloudAPI
+import LiveJSON
+import Testing
+
+@testable import LiveSDK
+
+@Suite struct CacheEvictionTests {
+    private static func entity(_ id: String, version: Int64) -> Entity {
+        Entity(collection: "c", id: id, version: version, data: ["v": .number(Double(version))], createdAt: "t0", updatedAt: "t\(version)")
+    }
+
+    /// A topic replaying what was missed brings an object's older event after the cache held a newer copy (from a
+    /// write's answer, or another topic). Eviction forgot that newer copy, and the older one was then taken for
+    /// the newest and shown in a window (checker seed 4268631748165352, with the cache bounded to 38 objects).
+    /// The cache now remembers an evicted object's version until it stores the object again.
+    @Test func anEvictedObjectsVersionStillRefusesOlderEvents() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("cache-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (cache, _) = try CacheStore.open(path: directory + "/cache.sqlite", monitor: StorageMonitor())
+        defer { try? cache.close() }
+
+        #expect(try cache.storeNow(Self.entity("a", version: 12)))
+        #expect(try cache.storeNow(Self.entity("b", version: 3)))
+        let (evicted, remaining) = try await cache.evict(keepingAtMost: 1, protecting: [EntityKey(collection: "c", id: "b")])
+        #expect(evicted == 1 && remaining == 1)
+        #expect(try await cache.entity(EntityKey(collection: "c", id: "a")) == nil)
+
+        // Older than the evicted copy: not the newest, and not stored.
+        #expect(try cache.storeNow(Self.entity("a", version: 11)) == false)
+        #expect(try cache.storeNow([(Self.entity("a", version: 10), nil)]) == [false])
+        #expect(try await cache.entity(EntityKey(collection: "c", id: "a")) == nil)
+        // The same version or a later one is stored, and from then the row itself is what counts.
+        #expect(try cache.storeNow(Self.entity("a", version: 12)))
+        #expect(try await cache.entity(EntityKey(collection: "c", id: "a"))?.version == 12)
+        #expect(try cache.storeNow(Self.entity("a", version: 11)) == false)
+        #expect(try cache.storeNow(Self.entity("a", version: 13)))
+        // An object never evicted is unaffected.
+        #expect(try cache.storeNow(Self.entity("b", version: 2)) == false)
+        #expect(try cache.storeNow(Self.entity("b", version: 4)))
+    }
+}
