@@ -157,6 +157,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                server("HTTPTypes", "swift-http-types"),
                 server("Hummingbird", "hummingbird"),
                 server("HummingbirdCore", "hummingbird"),
                 server("HummingbirdWebSocket", "hummingbird-websocket"),
@@ -217,6 +219,11 @@ let package = Package(
         .testTarget(
             name: "LiveSQLiteTests",
             dependencies: ["LiveSQLite", server("GRDB", "GRDB.swift"), server("Logging", "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "LiveGateCloudTests",
+            dependencies: ["LiveGateCloud", server("HummingbirdWebSocket", "hummingbird-websocket"), server("Logging", "swift-log")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -116,7 +116,8 @@ func buildCloudApplication(
         // Realtime messages up to 1 MiB, in one frame or several (a batch of many subscriptions is one message).
         server: .cloudHTTP1WebSocketUpgrade(
             webSocketRouter: router,
-            configuration: .init(ws: .init(maxFrameSize: RealtimeClientBatch.maximumBytes))
+            configuration: .init(ws: .init(maxFrameSize: RealtimeClientBatch.maximumBytes)),
+            warmUpLogger: logger
         ),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "livegate-cloud"),
         services: services,

@@ -34,11 +34,16 @@ extension HTTPServerBuilder {
     /// `.http1WebSocketUpgrade(webSocketRouter:configuration:)` with ``CloudChildChannel``'s connections.
     static func cloudHTTP1WebSocketUpgrade<WSResponderBuilder: HTTPResponderBuilder & _HB_SendableMetatype>(
         webSocketRouter: WSResponderBuilder,
-        configuration: HTTP1WebSocketUpgradeChannel.Configuration
+        configuration: HTTP1WebSocketUpgradeChannel.Configuration,
+        warmUpLogger: Logger
     ) -> HTTPServerBuilder where WSResponderBuilder.Responder.Context: WebSocketRequestContext {
         let webSocketResponder = webSocketRouter.buildResponder()
         return .init { responder in
-            CloudChildChannel(
+            // Before the server binds: see ConnectionWarmUp.
+            if case .failed(let reason) = ConnectionWarmUp.run(configuration: configuration, logger: warmUpLogger) {
+                warmUpLogger.warning("could not set up a connection ahead of the first one: \(reason)")
+            }
+            return CloudChildChannel(
                 base: HTTP1WebSocketUpgradeChannel(responder: responder, webSocketResponder: webSocketResponder, configuration: configuration)
             )
         }
