@@ -33,6 +33,16 @@ import Testing
         #expect(try cache.storeNow(Self.entity("a", version: 11)) == false)
         #expect(try cache.storeNow([(Self.entity("a", version: 10), nil)]) == [false])
         #expect(try await cache.entity(EntityKey(collection: "c", id: "a")) == nil)
+        // Nor by the other ways in: a write's answer, a fetch, a query's result, a page of a result index.
+        #expect(try await cache.store(Self.entity("a", version: 11)) == false)
+        try await cache.store([CacheStore.Fetched(entity: Self.entity("a", version: 11), checkpoint: nil)])
+        try await cache.storeQueryResult(
+            "w",
+            CacheStore.QueryResult(ids: ["a"], hasNext: false, hasPrevious: false, count: 1, seq: 1),
+            entities: [Self.entity("a", version: 11)]
+        )
+        try await cache.appendResultPage("q", [Self.entity("a", version: 11)], complete: true, count: 1)
+        #expect(try await cache.entity(EntityKey(collection: "c", id: "a")) == nil)
         // The same version or a later one is stored, and from then the row itself is what counts.
         #expect(try cache.storeNow(Self.entity("a", version: 12)))
         #expect(try await cache.entity(EntityKey(collection: "c", id: "a"))?.version == 12)

@@ -79,7 +79,7 @@ extension CacheStore {
         try await writeIndex("filling") { db in
             var state = try Self.state(db, query)
             for entity in entities {
-                _ = try Self.upsert(entity, in: db)
+                _ = try self.upsert(entity, in: db)
                 guard try Self.position(db, query, of: entity.id) == nil else { continue }
                 try db.execute(
                     sql: "INSERT INTO resultItem (query, position, id) VALUES (?, ?, ?)",

@@ -194,7 +194,7 @@ final class CacheStore: Sendable {
         do {
             let ids = String(decoding: try JSONEncoder().encode(result.ids), as: UTF8.self)
             try await pool.write { db in
-                for entity in entities { _ = try Self.upsert(entity, in: db) }
+                for entity in entities { _ = try self.upsert(entity, in: db) }
                 try db.execute(
                     sql: "INSERT OR REPLACE INTO queryResult (window, ids, hasNext, hasPrevious, count, seq) VALUES (?, ?, ?, ?, ?, ?)",
                     arguments: [window, ids, result.hasNext, result.hasPrevious, result.count, result.seq]
@@ -291,7 +291,7 @@ final class CacheStore: Sendable {
     func store(_ entity: Entity, checkpoint: (topic: String, seq: Int64)? = nil) async throws(LiveError) -> Bool {
         do {
             let stored = try await pool.write { db in
-                let stored = try Self.upsert(entity, in: db)
+                let stored = try self.upsert(entity, in: db)
                 if let checkpoint { try Self.saveCheckpoint(checkpoint.topic, checkpoint.seq, in: db) }
                 return stored
             }
@@ -316,7 +316,7 @@ final class CacheStore: Sendable {
         do {
             try await pool.write { db in
                 for item in fetched {
-                    if let entity = item.entity { _ = try Self.upsert(entity, in: db) }
+                    if let entity = item.entity { _ = try self.upsert(entity, in: db) }
                     if let checkpoint = item.checkpoint { try Self.saveCheckpoint(checkpoint.topic, checkpoint.seq, in: db) }
                 }
             }
@@ -368,13 +368,8 @@ final class CacheStore: Sendable {
     /// Writes `entity` in `db` unless it holds the same or a higher version, or evicted a higher one; returns
     /// whether `entity` is then the newest copy known (stored now, or the same version held already).
     private func storeNewest(_ entity: Entity, in db: Database) throws -> Bool {
-        let evicted = evictedVersions.withLock { $0[entity.key] }
-        if let evicted, entity.version < evicted { return false }
-        if try Self.upsert(entity, in: db) {
-            // The cache holds the object again, at that version or later: it remembers the version itself.
-            if evicted != nil { evictedVersions.withLock { $0[entity.key] = nil } }
-            return true
-        }
+        if try upsert(entity, in: db) { return true }
+        if let evicted = evictedVersions.withLock({ $0[entity.key] }), entity.version < evicted { return false }
         // Not stored: the cache holds this version already (the same write heard on another topic), or a newer one.
         let held = try Int64.fetchOne(
             db.cachedStatement(sql: "SELECT version FROM entity WHERE collection = ? AND id = ?"),
@@ -413,6 +408,17 @@ final class CacheStore: Sendable {
     }
 
     /// Writes `entity` in `db` unless it holds the same or a higher version; returns whether it wrote.
+    /// Every store of an entity goes through here: ``upsert(_:in:)`` unless the cache evicted a higher version
+    /// of it (see `evictedVersions`). Whether it stored.
+    func upsert(_ entity: Entity, in db: Database) throws -> Bool {
+        let evicted = evictedVersions.withLock { $0[entity.key] }
+        if let evicted, entity.version < evicted { return false }
+        guard try Self.upsert(entity, in: db) else { return false }
+        // The cache holds the object again, at that version or later: it remembers the version itself.
+        if evicted != nil { evictedVersions.withLock { $0[entity.key] = nil } }
+        return true
+    }
+
     static func upsert(_ entity: Entity, in db: Database) throws -> Bool {
         // The text `JSONEncoder` with `.sortedKeys` writes, written directly (this runs for every realtime event).
         var writer = JSONWriter(escapesSlashes: true)
