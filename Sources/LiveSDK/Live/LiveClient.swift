@@ -166,6 +166,9 @@ public actor LiveClient {
         case releaseCollection(CollectionWindow)
         /// An eviction pass (``evictOverBound()``).
         case evict
+        /// The end of the eviction pacing's backoff: a task of the engine's, so stopping the engine cancels it
+        /// (an unstructured task outlived the engine and woke on its loop after the loop had shut down).
+        case evictionWakeup(at: ContinuousClock.Instant)
     }
 
     public init(configuration: LiveSDKConfiguration, logger: Logger) throws {
@@ -238,6 +241,11 @@ public actor LiveClient {
                         await self.releaseCollectionIfUnobserved(window)
                     case .evict:
                         group.addTask { await self.evictOverBound() }
+                    case .evictionWakeup(let instant):
+                        group.addTask {
+                            guard (try? await Task.sleep(until: instant, clock: .continuous)) != nil else { return }
+                            await self.evictionBackoffEnded()
+                        }
                     }
                 }
             }
@@ -681,10 +689,7 @@ public actor LiveClient {
         case .run:
             commandSink.yield(.evict)
         case .wakeAt(let instant):
-            Task {
-                try? await Task.sleep(until: instant, clock: .continuous)
-                self.evictionBackoffEnded()
-            }
+            commandSink.yield(.evictionWakeup(at: instant))
         }
     }
 
