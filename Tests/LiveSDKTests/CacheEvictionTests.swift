@@ -53,3 +53,37 @@ import Testing
         #expect(try cache.storeNow(Self.entity("b", version: 4)))
     }
 }
+
+extension CacheEvictionTests {
+    /// A restarted engine resumes a collection topic from its checkpoint, and the replay can bring an evicted
+    /// object's older event then too: the evicted versions outlive the process.
+    @Test func anEvictedObjectsVersionOutlivesAReopen() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("cache-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/cache.sqlite"
+        let a = EntityKey(collection: "c", id: "a")
+        let b = EntityKey(collection: "c", id: "b")
+
+        var (cache, _) = try CacheStore.open(path: path, monitor: StorageMonitor())
+        #expect(try cache.storeNow(Self.entity("a", version: 12)))
+        #expect(try cache.storeNow(Self.entity("b", version: 5)))
+        #expect(try await cache.evict(keepingAtMost: 1, protecting: [b]).evicted == 1)
+        try cache.close()
+
+        (cache, _) = try CacheStore.open(path: path, monitor: StorageMonitor())
+        #expect(try cache.storeNow(Self.entity("a", version: 11)) == false)
+        #expect(try await cache.entity(a) == nil)
+        // Stored again: forgotten, on disk too, and the row is what counts from then (b evicted meanwhile).
+        #expect(try cache.storeNow(Self.entity("a", version: 12)))
+        #expect(try await cache.evict(keepingAtMost: 1, protecting: [a]).evicted == 1)
+        try cache.close()
+
+        (cache, _) = try CacheStore.open(path: path, monitor: StorageMonitor())
+        defer { try? cache.close() }
+        #expect(try cache.storeNow(Self.entity("b", version: 4)) == false)
+        #expect(try cache.storeNow(Self.entity("a", version: 11)) == false)
+        #expect(try await cache.entity(a)?.version == 12)
+        #expect(try cache.storeNow(Self.entity("b", version: 6)))
+    }
+}

@@ -33,7 +33,9 @@ final class CacheStore: Sendable {
     /// it (a topic replaying what was missed, after the cache had a newer copy from a write's answer or another
     /// topic) is then not taken for the newest copy. Without it, eviction forgot the newer version and a window
     /// showed the replayed older copy (checker seed 4268631748165352, bound 38). Touched only inside the cache's
-    /// write transactions, so in their order. Bounded (``evictedVersionsLimit``): emptied when full.
+    /// write transactions, so in their order. Bounded (``evictedVersionsLimit``): emptied when full. Kept in the
+    /// `evictedVersion` table too, in the same transactions, and read back at open: a restarted engine resumes a
+    /// collection topic from its checkpoint, whose replay can bring such an older event as well.
     private let evictedVersions = Mutex<[EntityKey: Int64]>([:])
     static let evictedVersionsLimit = 100_000
 
@@ -56,6 +58,12 @@ final class CacheStore: Sendable {
             }
             try Self.migrator.migrate(pool)
             checkpointer = try WALCheckpointer(path: path, label: "livegate.cache.checkpointer", logger: Logger(label: "livegate.cache"))
+            let remembered = try pool.read { db in
+                try Row.fetchAll(db, sql: "SELECT collection, id, version FROM evictedVersion").map { row in
+                    (EntityKey(collection: row["collection"], id: row["id"]), row["version"] as Int64)
+                }
+            }
+            evictedVersions.withLock { $0 = Dictionary(remembered) { max($0, $1) } }
         } catch {
             try? pool.close()
             throw error
@@ -149,6 +157,15 @@ final class CacheStore: Sendable {
         migrator.registerMigration("v7-query-result-seq") { db in
             // The collection topic's sequence number the stored result is as of: a restart resumes from it.
             try db.alter(table: "queryResult") { table in table.add(column: "seq", .integer) }
+        }
+        migrator.registerMigration("v8-evicted-versions") { db in
+            // The version of each evicted object until it is stored again (see `evictedVersions`).
+            try db.create(table: "evictedVersion", options: .withoutRowID) { table in
+                table.column("collection", .text).notNull()
+                table.column("id", .text).notNull()
+                table.column("version", .integer).notNull()
+                table.primaryKey(["collection", "id"])
+            }
         }
         return migrator
     }
@@ -415,7 +432,10 @@ final class CacheStore: Sendable {
         if let evicted, entity.version < evicted { return false }
         guard try Self.upsert(entity, in: db) else { return false }
         // The cache holds the object again, at that version or later: it remembers the version itself.
-        if evicted != nil { evictedVersions.withLock { $0[entity.key] = nil } }
+        if evicted != nil {
+            try db.execute(sql: "DELETE FROM evictedVersion WHERE collection = ? AND id = ?", arguments: [entity.collection, entity.id])
+            evictedVersions.withLock { $0[entity.key] = nil }
+        }
         return true
     }
 
@@ -472,10 +492,20 @@ final class CacheStore: Sendable {
                     try db.execute(sql: "DELETE FROM entity WHERE collection = ? AND id = ?", arguments: [key.collection, key.id])
                     deleted[key] = row["version"]
                 }
-                self.evictedVersions.withLock { versions in
-                    if versions.count + deleted.count > Self.evictedVersionsLimit { versions.removeAll() }
+                let full = self.evictedVersions.withLock { versions in
+                    let full = versions.count + deleted.count > Self.evictedVersionsLimit
+                    if full { versions.removeAll() }
                     versions.merge(deleted) { max($0, $1) }
+                    return full
                 }
+                if full { try db.execute(sql: "DELETE FROM evictedVersion") }
+                let remember = try db.cachedStatement(
+                    sql: """
+                        INSERT INTO evictedVersion (collection, id, version) VALUES (?, ?, ?)
+                        ON CONFLICT (collection, id) DO UPDATE SET version = max(version, excluded.version)
+                        """
+                )
+                for (key, version) in deleted { try remember.execute(arguments: [key.collection, key.id, version]) }
                 return (deleted.count, count - deleted.count)
             }
         } catch {
