@@ -110,6 +110,7 @@ let package = Package(
                 "LiveGateConfig", "LiveGateProtocol", "LiveSDK", "LiveGateSystemd", "LiveJSON", "LiveCloudAPI", "LiveChangeSet", "LiveGateVersion",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
                 server("ServiceLifecycle", "swift-service-lifecycle"),
                 server("UnixSignals", "swift-service-lifecycle"),
                 server("Logging", "swift-log"),

@@ -50,6 +50,11 @@ struct IPCServer: Service {
                 }
             }
         }
+        do {
+            _ = try await ConnectionWarmUp.run(maxFrameBytes: settings.limits.maxFrameBytes)
+        } catch {
+            logger.warning("could not set up a connection ahead of the first one", metadata: ["error": "\(error)"])
+        }
         let server: NIOAsyncChannel<NIOAsyncChannel<InboundFrame, ByteBuffer>, Never>
         let ownsSocketFile: Bool
         let socketPath: String
