@@ -103,13 +103,16 @@ import Testing
             case .wakeAt(let instant): wakeups.append(instant)
             }
         }
-        for _ in 0..<400 {
-            now = now + .milliseconds(Int(random.next() % 120))
+        func fireWakeupsDue() {
             wakeups.sort()
             while let first = wakeups.first, first <= now {
                 wakeups.removeFirst()
                 perform(pacing.backoffEnded(now: first))
             }
+        }
+        for _ in 0..<400 {
+            now = now + .milliseconds(Int(random.next() % 120))
+            fireWakeupsDue()
             switch random.next() % 4 {
             case 0:
                 asks.append((now, true))
@@ -127,11 +130,7 @@ import Testing
         // Let everything settle: passes end (under the bound), wakeups fire.
         for _ in 0..<10 {
             now = now + EvictionPacing.futileBackoff
-            wakeups.sort()
-            while let first = wakeups.first, first <= now {
-                wakeups.removeFirst()
-                perform(pacing.backoffEnded(now: first))
-            }
+            fireWakeupsDue()
             if running != nil {
                 running = nil
                 perform(pacing.passEnded(overBound: false, now: now))

@@ -424,9 +424,8 @@ final class CacheStore: Sendable {
         ).execute(arguments: [topic, seq])
     }
 
-    /// Writes `entity` in `db` unless it holds the same or a higher version; returns whether it wrote.
-    /// Every store of an entity goes through here: ``upsert(_:in:)`` unless the cache evicted a higher version
-    /// of it (see `evictedVersions`). Whether it stored.
+    /// Every store of an entity goes through here: the static ``upsert(_:in:)`` unless the cache evicted a higher
+    /// version of it (see `evictedVersions`). Returns whether it wrote.
     func upsert(_ entity: Entity, in db: Database) throws -> Bool {
         let evicted = evictedVersions.withLock { $0[entity.key] }
         if let evicted, entity.version < evicted { return false }
@@ -439,6 +438,7 @@ final class CacheStore: Sendable {
         return true
     }
 
+    /// Writes `entity` in `db` unless it holds the same or a higher version; returns whether it wrote.
     static func upsert(_ entity: Entity, in db: Database) throws -> Bool {
         // The text `JSONEncoder` with `.sortedKeys` writes, written directly (this runs for every realtime event).
         var writer = JSONWriter(escapesSlashes: true)

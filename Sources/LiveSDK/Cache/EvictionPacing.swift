@@ -88,14 +88,15 @@ struct EvictionPacing: Sendable {
             backoffUntil = nil
             return stored || released ? requestPass(released: released) : .none
         }
-        backoffUntil = now + Self.futileBackoff
         if released {
             backoffUntil = nil
             return requestPass(released: true)
         }
+        let until = now + Self.futileBackoff
+        backoffUntil = until
         guard stored, !wakeupSet else { return .none }
         wakeupSet = true
-        return .wakeAt(now + Self.futileBackoff)
+        return .wakeAt(until)
     }
 
     private mutating func requestPass(released: Bool) -> Action {
