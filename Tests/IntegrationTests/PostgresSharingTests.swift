@@ -94,6 +94,35 @@ extension PostgresSharingTests {
         #expect(try await cluster.call(.GET, note, token: renewed.accessToken, on: other).status == 401)
         #expect(try await cluster.call(.POST, CloudPath.refresh, json: #"{"refreshToken":"\#(renewed.refreshToken)"}"#, on: other).status == 401)
     }
+
+    /// An instance keeps the grants its writes used in memory, and each write's transaction confirms them: a
+    /// token another instance revoked or expired writes nothing there afterwards.
+    @Test func aWriteWithAGrantAnotherInstanceRevokedOrExpiredWritesNothing() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false, backend: .postgres)
+        defer { cluster.stop() }
+        let other = try await cluster.startAnotherCloud()
+        let note = CloudPath.object(EntityKey(collection: "notes", id: "confirmed"))
+        // A write through the second, which keeps the grant in memory; then logged out on the first.
+        let revoked = try await cluster.login()
+        #expect(try await cluster.call(.PUT, note, json: #"{"data":{"n":1}}"#, token: revoked, on: other).status == 201)
+        #expect(try await cluster.call(.POST, CloudPath.logout, token: revoked).status == 204)
+        for attempt in 0..<2 {
+            let put = try await cluster.call(.PUT, note, json: #"{"data":{"n":2}}"#, token: revoked, on: other)
+            #expect(put.status == 401 && put.body.contains(#""unauthenticated""#), "attempt \(attempt): \(put)")
+            let delete = try await cluster.call(.DELETE, note, token: revoked, on: other)
+            #expect(delete.status == 401 && delete.body.contains(#""unauthenticated""#), "attempt \(attempt): \(delete)")
+        }
+        // Expired by the first (the fault): the grant the second holds is refused as expired.
+        let expired = try await cluster.login()
+        #expect(try await cluster.call(.PATCH, note, json: #"{"data":{"n":3}}"#, token: expired, on: other).status == 200)
+        try await cluster.fault(#"{"expireTokens":true}"#)
+        let late = try await cluster.call(.PATCH, note, json: #"{"data":{"n":4}}"#, token: expired, on: other)
+        #expect(late.status == 401 && late.body.contains(#""token_expired""#), "\(late)")
+        // Only the writes made while their tokens held are there.
+        let read = try await cluster.call(.GET, note, token: try await cluster.login(on: other), on: other)
+        let entity = try JSONDecoder().decode(Entity.self, from: Data(read.body.utf8))
+        #expect(entity.version == 2 && entity.data == ["n": 3])
+    }
 }
 
 extension PostgresSharingTests {

@@ -22,12 +22,17 @@ final class AuthService: Sendable {
     private let refreshLifetime: Duration
     private let store: any CloudStore
     private let counted = Mutex(Counts())
-    /// The access grants read from the store, by hash, when no other instance shares it (SQLite): every change
-    /// to a grant then goes through this instance (logout, the expiry fault), which changes this copy with it,
-    /// so a request costs no read of the store (a third of the CPU of a write on 2 cores). Expiry is checked at
-    /// each use, as for a grant read from the store. Bounded: emptied when it holds ``grantCacheLimit``.
-    /// `nil` on a shared store (PostgreSQL), where another instance may revoke a token.
-    private let grantCache: Mutex<GrantCache>?
+    /// The access grants read from the store, by hash. Expiry is checked at each use, as for a grant read from
+    /// the store. Bounded: emptied when it holds ``grantCacheLimit``.
+    ///
+    /// When no other instance shares the store (SQLite), every change to a grant goes through this instance
+    /// (logout, the expiry fault), which changes this copy with it: every request is authenticated from it, at
+    /// no read of the store (a third of the CPU of a write on 2 cores). On a shared store (PostgreSQL) another
+    /// instance may revoke or expire a token, so only writes use it, and each write's transaction confirms the
+    /// grant (one statement for its whole batch: ``writer(for:)``); other requests read the store.
+    private let grantCache = Mutex(GrantCache())
+    /// Whether the copy is the truth (an unshared store), or a hint that writes have confirmed.
+    private let grantCacheIsAuthoritative: Bool
 
     private struct GrantCache {
         var grants: [String: TokenGrant] = [:]
@@ -45,7 +50,7 @@ final class AuthService: Sendable {
         self.tokenLifetime = tokenLifetime
         self.refreshLifetime = refreshLifetime
         self.store = store
-        grantCache = store.isShared ? nil : Mutex(GrantCache())
+        grantCacheIsAuthoritative = !store.isShared
     }
 
     /// A new token pair for `username` when `password` is right.
@@ -66,7 +71,7 @@ final class AuthService: Sendable {
     func logout(accessToken: String) async throws {
         let hash = TokenGrant.hash(accessToken)
         try await store.revokeAccessToken(hash)
-        grantCache?.withLock { cache in
+        grantCache.withLock { cache in
             cache.grants[hash] = nil
             cache.revocations += 1
         }
@@ -84,19 +89,55 @@ final class AuthService: Sendable {
         return String(request.headers[.authorization]!.dropFirst("Bearer ".count))
     }
 
+    /// Who a write is from, and what the store must confirm in the write's transaction.
+    struct Writer: Sendable {
+        let user: String
+        /// On a shared store, the hash of the access token whose grant the write's transaction confirms (still
+        /// issued, not expired): the grant came from this instance's copy, and another instance may have
+        /// revoked it since. `nil` on an unshared store, whose copy is the truth.
+        let grantToConfirm: String?
+    }
+
+    /// The user a write's bearer token belongs to, from this instance's copy of the grant when it has one.
+    /// On a shared store the write must pass ``Writer/grantToConfirm`` to the store, which refuses the write
+    /// (401, as a request with that token would be) if the grant was revoked or expired meanwhile; then call
+    /// ``forget(_:)``.
+    /// - Throws: ``CloudHTTPError`` 401 `unauthenticated` or `token_expired`.
+    func writer(for request: Request) async throws -> Writer {
+        let hash = try Self.bearerHash(of: request)
+        let grant = try await grant(hash, fromCopy: true)
+        return Writer(user: grant.user, grantToConfirm: grantCacheIsAuthoritative ? nil : hash)
+    }
+
+    /// Drops this instance's copy of a grant that a store refused (revoked or expired elsewhere).
+    func forget(_ hash: String) {
+        grantCache.withLock { $0.grants[hash] = nil }
+    }
+
     private func grant(for request: Request) async throws -> TokenGrant {
+        try await grant(try Self.bearerHash(of: request), fromCopy: grantCacheIsAuthoritative)
+    }
+
+    private static func bearerHash(of request: Request) throws -> String {
         guard let header = request.headers[.authorization], header.hasPrefix("Bearer ") else {
             throw CloudHTTPError.unauthenticated
         }
-        let hash = TokenGrant.hash(String(header.dropFirst("Bearer ".count)))
+        return TokenGrant.hash(String(header.dropFirst("Bearer ".count)))
+    }
+
+    /// The grant, from this instance's copy when `fromCopy` and it has one, else read from the store (and kept).
+    private func grant(_ hash: String, fromCopy: Bool) async throws -> TokenGrant {
         let grant: TokenGrant
-        let (cached, revocations) = grantCache?.withLock { ($0.grants[hash], $0.revocations) } ?? (nil, 0)
-        if let cached {
+        let (cached, revocations) = grantCache.withLock { ($0.grants[hash], $0.revocations) }
+        if fromCopy, let cached {
             grant = cached
         } else {
-            guard let stored = try await store.tokenGrant(hash, kind: .access) else { throw CloudHTTPError.unauthenticated }
+            guard let stored = try await store.tokenGrant(hash, kind: .access) else {
+                if cached != nil { forget(hash) }
+                throw CloudHTTPError.unauthenticated
+            }
             grant = stored
-            grantCache?.withLock { cache in
+            grantCache.withLock { cache in
                 // A revocation since the read may have revoked this very grant: not kept (read again next time).
                 guard cache.revocations == revocations else { return }
                 if cache.grants.count >= Self.grantCacheLimit { cache.grants.removeAll() }
@@ -110,7 +151,7 @@ final class AuthService: Sendable {
     /// Fault injection: every access token issued so far expires now (refresh tokens stay valid).
     func expireAll() async throws {
         try await store.expireAccessTokens()
-        grantCache?.withLock { cache in
+        grantCache.withLock { cache in
             cache.grants.removeAll()
             cache.revocations += 1
         }

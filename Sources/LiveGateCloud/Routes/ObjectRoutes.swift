@@ -119,9 +119,9 @@ struct ObjectRoutes: Sendable {
         }
 
         router.delete("/v1/collections/:collection/objects/:id") { request, context -> Response in
-            let user = try await auth.user(for: request)
+            let writer = try await auth.writer(for: request)
             let key = try Self.key(context)
-            try permissions.check(user, .write, key.collection)
+            try permissions.check(writer.user, .write, key.collection)
             var ifVersion: Int64?
             if let text = request.uri.queryParameters["ifVersion"] {
                 guard let version = Int64(text), version >= 0 else {
@@ -129,8 +129,8 @@ struct ObjectRoutes: Sendable {
                 }
                 ifVersion = version
             }
-            let idempotency = try Self.idempotencyKey(request, user: user)
-            return try Self.respond(try await store.write(key, .delete, ifVersion: ifVersion, idempotency: idempotency), key, ifVersion)
+            let idempotency = try Self.idempotencyKey(request, user: writer.user)
+            return try Self.respond(try await write(key, .delete, ifVersion: ifVersion, idempotency: idempotency, by: writer), key, ifVersion)
         }
 
         router.get(RouterPath(CloudPath.stats)) { _, _ -> Response in
@@ -148,17 +148,34 @@ struct ObjectRoutes: Sendable {
         what: String,
         change: (JSONValue) -> EntityChange
     ) async throws -> Response {
-        let user = try await auth.user(for: request)
+        let writer = try await auth.writer(for: request)
         let key = try Self.key(context)
-        try permissions.check(user, .write, key.collection)
+        try permissions.check(writer.user, .write, key.collection)
         let body = try await JSONResponse.decode(PutObjectRequest.self, from: request, limit: maxBodyBytes)
         guard body.data.isObject else { throw CloudHTTPError.badRequest("\"data\" must be \(what)") }
-        let idempotency = try Self.idempotencyKey(request, user: user)
+        let idempotency = try Self.idempotencyKey(request, user: writer.user)
         return try Self.respond(
-            try await store.write(key, change(body.data), ifVersion: body.ifVersion, idempotency: idempotency),
+            try await write(key, change(body.data), ifVersion: body.ifVersion, idempotency: idempotency, by: writer),
             key,
             body.ifVersion
         )
+    }
+
+    /// The store's write, confirming the writer's grant in its transaction where the store is shared; a grant
+    /// the store refuses is dropped from this instance's copy.
+    private func write(
+        _ key: EntityKey,
+        _ change: EntityChange,
+        ifVersion: Int64?,
+        idempotency: IdempotencyKey?,
+        by writer: AuthService.Writer
+    ) async throws -> WriteOutcome {
+        do {
+            return try await store.write(key, change, ifVersion: ifVersion, idempotency: idempotency, confirmingGrant: writer.grantToConfirm)
+        } catch let error as CloudHTTPError where error.status == .unauthorized {
+            if let hash = writer.grantToConfirm { auth.forget(hash) }
+            throw error
+        }
     }
 
     /// The request's `Idempotency-Key`, if it has a valid one.

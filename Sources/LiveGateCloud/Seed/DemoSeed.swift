@@ -14,7 +14,13 @@ public enum DemoSeed {
         try await storage.withStore(logger: logger) { store in
             var created = 0
             for (collection, id, data) in entities {
-                let outcome = try await store.write(EntityKey(collection: collection, id: id), .replace(data), ifVersion: 0, idempotency: nil)
+                let outcome = try await store.write(
+                    EntityKey(collection: collection, id: id),
+                    .replace(data),
+                    ifVersion: 0,
+                    idempotency: nil,
+                    confirmingGrant: nil
+                )
                 if case .created = outcome { created += 1 }
             }
             return created

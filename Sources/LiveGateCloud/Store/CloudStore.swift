@@ -45,7 +45,18 @@ protocol CloudStore: Sendable {
     /// exist"). Versions grow by one with every write, deletions and re-creations included. With an
     /// `idempotency` key the store first looks for a write it already applied under that key (kept 24 hours),
     /// and answers with that write's outcome instead of writing again.
-    func write(_ key: EntityKey, _ change: EntityChange, ifVersion: Int64?, idempotency: IdempotencyKey?) async throws -> WriteOutcome
+    ///
+    /// With `confirmingGrant` (a shared store: the hash of the access token the write came with, whose grant
+    /// the instance had in memory), the write's transaction first checks that the grant is still issued and
+    /// unexpired, and throws ``CloudHTTPError/unauthenticated`` or ``CloudHTTPError/tokenExpired`` instead of
+    /// writing if not: a token revoked or expired by another instance writes nothing once that committed.
+    func write(
+        _ key: EntityKey,
+        _ change: EntityChange,
+        ifVersion: Int64?,
+        idempotency: IdempotencyKey?,
+        confirmingGrant: String?
+    ) async throws -> WriteOutcome
 
     /// Creates the stream; `false` when it existed already.
     func createStream(_ name: String) async throws -> Bool

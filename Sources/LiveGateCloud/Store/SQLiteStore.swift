@@ -263,7 +263,15 @@ final class SQLiteStore: CloudStore {
         }
     }
 
-    func write(_ key: EntityKey, _ change: EntityChange, ifVersion: Int64?, idempotency: IdempotencyKey?) async throws -> WriteOutcome {
+    /// `confirmingGrant` is always `nil` here: no other instance shares the file, so this instance's grants
+    /// are the truth (`AuthService`).
+    func write(
+        _ key: EntityKey,
+        _ change: EntityChange,
+        ifVersion: Int64?,
+        idempotency: IdempotencyKey?,
+        confirmingGrant: String?
+    ) async throws -> WriteOutcome {
         let now = StoreText.timestamp()
         return try await groupCommit.submit { db, events -> WriteOutcome in
             if let idempotency,

@@ -13,7 +13,9 @@ import PostgresNIO
 /// The writes are decided here, in order, as each would be alone: the batch reads the objects and the
 /// idempotency keys it touches once, then applies each write to what the writes before it left (its
 /// precondition is checked against that, and a key used twice in one batch answers the second use as a
-/// retry of the first). Then one statement stores each object's last state, one appends the events in the
+/// retry of the first). A write whose access grant came from the instance's memory (``PendingWrite/grant``)
+/// is first checked against the token table, all such writes in one statement: a token another instance revoked
+/// or expired writes nothing, and is answered 401 as a request with it would be. Then one statement stores each object's last state, one appends the events in the
 /// writes' order (their sequence numbers follow it, under the lock), one records the idempotency keys, and
 /// one `NOTIFY` wakes the event pumps at commit.
 struct PostgresBatchWriter: Sendable {
@@ -28,6 +30,8 @@ struct PostgresBatchWriter: Sendable {
         let change: EntityChange
         let ifVersion: Int64?
         let idempotency: IdempotencyKey?
+        /// The hash of the access token whose grant this transaction confirms (`CloudStore.write`), if any.
+        let grant: String?
         let now: String
     }
 
@@ -35,31 +39,45 @@ struct PostgresBatchWriter: Sendable {
         do {
             return try await client.withTransaction(logger: logger) { connection in
                 try await connection.run(PostgresStatements.WriteLock(), logger: logger)
-                return try await apply(batch, on: connection).map { .success($0) }
+                return try await apply(batch, on: connection)
             }
         } catch {
             return Array(repeating: .failure(error), count: batch.count)
         }
     }
 
-    private func apply(_ batch: [PendingWrite], on connection: PostgresConnection) async throws -> [WriteOutcome] {
+    private func apply(_ batch: [PendingWrite], on connection: PostgresConnection) async throws -> [Result<WriteOutcome, any Error>] {
+        let grants = try await grantExpiries(Array(Set(batch.compactMap(\.grant))), on: connection)
+        let now = TokenGrant.now()
         var remembered = try await appliedWrites(batch.compactMap(\.idempotency), on: connection)
         var current = try await currentEntities(Array(Set(batch.map(\.key))), on: connection)
-        var outcomes: [WriteOutcome] = []
+        var outcomes: [Result<WriteOutcome, any Error>] = []
         var stored: [EntityKey: Entity] = [:]
         var events: [(entity: Entity, previous: String?)] = []
         var newlyRemembered: [(idempotency: IdempotencyKey, entity: Entity, outcome: String)] = []
         for write in batch {
+            if let grant = write.grant {
+                guard let expiresAt = grants[grant] else {
+                    outcomes.append(.failure(CloudHTTPError.unauthenticated))
+                    continue
+                }
+                guard expiresAt > now else {
+                    outcomes.append(.failure(CloudHTTPError.tokenExpired))
+                    continue
+                }
+            }
             if let idempotency = write.idempotency, let (entity, outcome) = remembered[idempotency] {
                 outcomes.append(
-                    entity.key == write.key ? IdempotencyKey.replayed(entity, outcome: outcome) : .keyReused(idempotency.key, by: entity.key)
+                    .success(
+                        entity.key == write.key ? IdempotencyKey.replayed(entity, outcome: outcome) : .keyReused(idempotency.key, by: entity.key)
+                    )
                 )
                 continue
             }
             let before = current[write.key]
             switch write.change.apply(to: before, key: write.key, ifVersion: write.ifVersion, now: write.now) {
             case .refuse(let outcome):
-                outcomes.append(outcome)
+                outcomes.append(.success(outcome))
             case .store(let entity):
                 current[write.key] = entity
                 stored[write.key] = entity
@@ -69,7 +87,7 @@ struct PostgresBatchWriter: Sendable {
                     remembered[idempotency] = applied
                     newlyRemembered.append((idempotency, applied.entity, applied.outcome))
                 }
-                outcomes.append(outcome)
+                outcomes.append(.success(outcome))
             }
         }
         guard !events.isEmpty else { return outcomes }
@@ -78,6 +96,16 @@ struct PostgresBatchWriter: Sendable {
         let seqs = try await appendEvents(events, on: connection)
         try await remember(newlyRemembered, pruning: seqs.contains { $0 % 64 == 0 }, on: connection)
         return outcomes
+    }
+
+    /// When each of these access tokens expires, by hash; a token not issued (or revoked) is not there.
+    private func grantExpiries(_ hashes: [String], on connection: PostgresConnection) async throws -> [String: Int64] {
+        guard !hashes.isEmpty else { return [:] }
+        var found: [String: Int64] = [:]
+        for try await (hash, expiresAt) in try await connection.execute(PostgresStatements.AccessGrantExpiries(hashes: hashes), logger: logger) {
+            found[hash] = expiresAt
+        }
+        return found
     }
 
     /// The writes remembered under these idempotency keys: the entity each stored, and its outcome's name.

@@ -27,6 +27,22 @@ enum PostgresStatements {
         }
     }
 
+    /// When each of these access tokens expires (a write's confirmation of the grants it had in memory).
+    struct AccessGrantExpiries: PostgresPreparedStatement {
+        static let sql = "SELECT hash, expires_at FROM token WHERE hash = ANY($1::text[]) AND kind = 'access'"
+        let hashes: [String]
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 1)
+            bindings.append(hashes)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> (String, Int64) {
+            try row.decode((String, Int64).self)
+        }
+    }
+
     /// Takes the write lock for the rest of the transaction.
     struct WriteLock: PostgresPreparedStatement {
         static let sql = "SELECT pg_advisory_xact_lock($1)"

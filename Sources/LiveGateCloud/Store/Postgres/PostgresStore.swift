@@ -197,9 +197,22 @@ final class PostgresStore: CloudStore {
         return (found, seq)
     }
 
-    func write(_ key: EntityKey, _ change: EntityChange, ifVersion: Int64?, idempotency: IdempotencyKey?) async throws -> WriteOutcome {
+    func write(
+        _ key: EntityKey,
+        _ change: EntityChange,
+        ifVersion: Int64?,
+        idempotency: IdempotencyKey?,
+        confirmingGrant: String?
+    ) async throws -> WriteOutcome {
         try await groupCommit.submit(
-            PostgresBatchWriter.PendingWrite(key: key, change: change, ifVersion: ifVersion, idempotency: idempotency, now: StoreText.timestamp())
+            PostgresBatchWriter.PendingWrite(
+                key: key,
+                change: change,
+                ifVersion: ifVersion,
+                idempotency: idempotency,
+                grant: confirmingGrant,
+                now: StoreText.timestamp()
+            )
         )
     }
 
