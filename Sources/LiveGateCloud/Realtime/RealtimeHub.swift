@@ -227,14 +227,18 @@ final class RealtimeHub: Sendable {
             endSubscriptions(to: .stream(stream, user: user), notAllowedBy: acl, seq: seq, event: event)
             return
         }
-        var encoded: [(Topic, String)] = []
-        for topic in event.topics {
-            guard let text = try? StoreText.encode(event.serverMessage(seq: seq, topic: topic)) else { return }
-            encoded.append((topic, text))
-        }
+        // Encoded outside the lock, and only for topics someone subscribes to (most writes' object topic has
+        // none); a topic subscribed to in between is encoded under the lock.
+        let topics = event.topics
+        let heard = state.withLock { state in topics.filter { state.topics[$0] != nil } }
+        var encoded: [Topic: String] = [:]
+        for topic in heard { encoded[topic] = try? StoreText.encode(event.serverMessage(seq: seq, topic: topic)) }
         state.withLock { state in
             state.lastPublished = max(state.lastPublished, seq)
-            for (topic, text) in encoded { state.deliver(text, seq: seq, on: topic) }
+            for topic in topics where state.topics[topic] != nil {
+                guard let text = encoded[topic] ?? (try? StoreText.encode(event.serverMessage(seq: seq, topic: topic))) else { continue }
+                state.deliver(text, seq: seq, on: topic)
+            }
             // Query topics are matched here, under the lock that subscriptions take too, so none subscribed
             // before this event's publication misses it.
             guard case .entity(let entity, _) = event, let queries = state.queryTopics[entity.collection] else { return }
