@@ -224,7 +224,10 @@ let package = Package(
         ),
         .testTarget(
             name: "LiveGateCloudTests",
-            dependencies: ["LiveGateCloud", server("HummingbirdWebSocket", "hummingbird-websocket"), server("Logging", "swift-log")],
+            dependencies: [
+                "LiveGateCloud", "LiveCloudAPI", "LiveJSON", .product(name: "GRDB", package: "GRDB.swift"),
+                server("HummingbirdWebSocket", "hummingbird-websocket"), server("Logging", "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

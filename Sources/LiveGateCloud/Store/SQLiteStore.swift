@@ -342,44 +342,73 @@ final class SQLiteStore: CloudStore {
         try pool.close()
     }
 
-    /// Applies a batch of writes in one transaction (see ``GroupCommit``): each in a savepoint of its own, so
-    /// that one whose work throws is rolled back alone; the events of those applied are published in order
-    /// right after the commit, before the next transaction starts.
-    private static func commit(
+    /// Applies a batch of writes in one transaction (see ``GroupCommit``); the events of those applied are
+    /// published in order right after the commit, before the next transaction starts.
+    ///
+    /// A write whose work throws (a storage error, a value that does not encode) must be rolled back alone.
+    /// Writes rarely throw, so the batch first runs as one transaction with no savepoints (a savepoint and its
+    /// release were two statements more a write); if a write throws, that transaction is rolled back and the
+    /// batch runs again with each write in a savepoint of its own. The writes read and decide again from the
+    /// store, so the second run answers them as the first would have.
+    static func commit(
         _ batch: [Write],
         in pool: DatabasePool,
         publish: @escaping @Sendable (_ seq: Int64, _ event: LoggedEvent) -> Void
     ) async -> [Result<WriteOutcome, any Error>] {
         do {
-            return try await pool.write { db in
-                var results: [Result<WriteOutcome, any Error>] = []
-                var published: [(seq: Int64, event: LoggedEvent)] = []
-                for write in batch {
-                    var events: [(seq: Int64, event: LoggedEvent)] = []
-                    var result: Result<WriteOutcome, any Error> = .failure(CancellationError())
-                    try db.inSavepoint {
-                        do {
-                            result = .success(try write(db, &events))
-                            return .commit
-                        } catch {
-                            result = .failure(error)
-                            return .rollback
-                        }
-                    }
-                    if case .success = result { published += events }
-                    results.append(result)
-                }
-                if !published.isEmpty {
-                    let events = published
-                    db.afterNextTransaction(onCommit: { _ in
-                        for (seq, event) in events { publish(seq, event) }
-                    })
-                }
-                return results
+            return try await pool.write { db in try apply(batch, in: db, savepoints: false, publish: publish) }
+        } catch is WriteThrew {
+            do {
+                return try await pool.write { db in try apply(batch, in: db, savepoints: true, publish: publish) }
+            } catch {
+                return Array(repeating: .failure(error), count: batch.count)
             }
         } catch {
             return Array(repeating: .failure(error), count: batch.count)
         }
+    }
+
+    /// Thrown out of a batch's transaction without savepoints when one of its writes throws: run it again with them.
+    private struct WriteThrew: Error {}
+
+    private static func apply(
+        _ batch: [Write],
+        in db: Database,
+        savepoints: Bool,
+        publish: @escaping @Sendable (_ seq: Int64, _ event: LoggedEvent) -> Void
+    ) throws -> [Result<WriteOutcome, any Error>] {
+        var results: [Result<WriteOutcome, any Error>] = []
+        var published: [(seq: Int64, event: LoggedEvent)] = []
+        for write in batch {
+            var events: [(seq: Int64, event: LoggedEvent)] = []
+            var result: Result<WriteOutcome, any Error> = .failure(CancellationError())
+            if savepoints {
+                try db.inSavepoint {
+                    do {
+                        result = .success(try write(db, &events))
+                        return .commit
+                    } catch {
+                        result = .failure(error)
+                        return .rollback
+                    }
+                }
+            } else {
+                do {
+                    result = .success(try write(db, &events))
+                } catch {
+                    throw WriteThrew()
+                }
+            }
+            if case .success = result { published += events }
+            results.append(result)
+        }
+        if !published.isEmpty {
+            let events = published
+            db.afterNextTransaction(onCommit: { _ in
+                for (seq, event) in events { publish(seq, event) }
+            })
+        }
+        return results
     }
 
     /// After an event row was inserted: its sequence number, and `onCommit` called once the transaction commits.
