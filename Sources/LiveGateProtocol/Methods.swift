@@ -119,7 +119,7 @@ public enum ObservePolicy: String, Codable, Sendable, CaseIterable {
     }
 }
 
-public struct ObjectObserveParams: Codable, Sendable {
+public struct ObjectObserveParams: Codable, Sendable, Equatable {
     public var collection: String
     public var id: String
     /// Fire exactly once (local if cached, else fresh), then the token ends by itself.

@@ -307,8 +307,17 @@ final class ClientConnection: Sendable {
     }
 
     func respond(result: some Encodable & Sendable, id: RequestID) {
+        respond(id: id) { try WireJSON.bytes(RPCResponse(id: id, result: result)) }
+    }
+
+    /// An answer that writes itself (a token: see ``WireWritable``).
+    func respond(result: some WireWritable, id: RequestID) {
+        respond(id: id) { try WireJSON.bytes(RPCResponse(id: id, result: result)) }
+    }
+
+    private func respond(id: RequestID, encoded: () throws -> [UInt8]) {
         do {
-            answer(try WireJSON.bytes(RPCResponse(id: id, result: result)))
+            answer(try encoded())
         } catch {
             logger.error("could not encode a response", metadata: ["error": "\(error)"])
             respond(error: RPCError(code: .internalError, message: "the daemon could not encode its answer; see its log"), id: id)

@@ -188,7 +188,7 @@ struct RequestHandler {
     }
 
     private func observe(_ id: RequestID, _ params: JSONValue?) async throws {
-        let observe = try Self.decode(ObjectObserveParams.self, params, method: Method.objectObserve)
+        let observe = try ObjectObserveParams(reading: params) ?? Self.decode(ObjectObserveParams.self, params, method: Method.objectObserve)
         let key = try Self.key(observe.collection, observe.id)
         if let fields = observe.fields, fields.isEmpty || !fields.allSatisfy(CollectionQuery.isValidField) {
             throw RPCError(
