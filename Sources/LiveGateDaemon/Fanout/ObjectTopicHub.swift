@@ -73,9 +73,9 @@ final class ObjectTopicHub: Sendable {
     /// a client's pipelined observations of many objects are not served one after another. The token's first
     /// notification comes when the engine emits it (its answer was queued first).
     ///
-    /// The topics made while a start runs wait for it, and it takes them all to the engine's loop in one hand-off,
-    /// where each observation's task runs from then on: a task apiece on the cooperative pool cost two thread
-    /// hand-offs per new object (there and back).
+    /// The topics made while a start runs wait for it, and it hands them to the engine in calls of up to
+    /// ``LiveClient/startBatchLimit`` (``LiveClient/observe(_:)``), on the engine's loop: a task apiece cost two
+    /// thread hand-offs per new object (there and back), and a wait and a wake-up in the engine.
     private func startObserving(_ topic: ObjectTopic) {
         let first = pendingStarts.withLock { pending in
             pending.topics.append(topic)
@@ -95,12 +95,15 @@ final class ObjectTopicHub: Sendable {
                 return pending.topics
             }
             guard !topics.isEmpty else { return }
-            for topic in topics {
+            // A task a batch: each waits for its read in the engine, where they queue up back to back (one
+            // batch awaited after another would leave the engine's reads idle while each is told and activated).
+            for start in stride(from: 0, to: topics.count, by: LiveClient.startBatchLimit) {
+                let batch = topics[start..<min(start + LiveClient.startBatchLimit, topics.count)]
                 Task(executorPreference: engine.taskExecutor) {
-                    let sdkToken = await engine.object(collection: topic.key.collection, id: topic.key.id).observe { change in
-                        topic.emit(change)
-                    }
-                    topic.attach(sdkToken)
+                    let sdkTokens = await engine.observe(
+                        batch.map { topic in ObservationRequest(key: topic.key) { change in topic.emit(change) } }
+                    )
+                    for (topic, sdkToken) in zip(batch, sdkTokens) { topic.attach(sdkToken) }
                 }
             }
             await Task.yield()  // the loop's other work (answers, fetches) between batches

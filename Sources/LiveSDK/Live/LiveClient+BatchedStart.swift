@@ -6,7 +6,8 @@ import LiveCloudAPI
 /// pending in the outbox of every object a burst of new observations asks for (a list of thousands opened at
 /// once) come from one cache transaction and one outbox read, instead of three handed to the databases'
 /// queues and back for each object. A start asked for while a batch is read waits for the next, which
-/// carries every start asked for meanwhile; one alone is read at once.
+/// carries every start asked for meanwhile; one alone is read at once. The daemon hands a burst of new
+/// observations over in one call (``LiveClient/observe(_:)``), which waits as one.
 extension LiveClient {
     /// What an observation starts from (see ``LiveClient/observe(_:options:handler:)``).
     struct ObservationStart: Sendable {
@@ -17,17 +18,20 @@ extension LiveClient {
         var pending: [OutboxEntry]
     }
 
+    /// Observations waiting for what they start from: one waiter for the keys of one call (a burst handed
+    /// over at once is one waiter).
     struct StartWaiter {
-        let key: EntityKey
-        let continuation: CheckedContinuation<Result<ObservationStart, LiveError>, Never>
+        let keys: [EntityKey]
+        let continuation: CheckedContinuation<Result<[ObservationStart], LiveError>, Never>
     }
 
-    /// How many keys one batch reads at most.
-    static let startBatchLimit = 1000
+    /// How many keys one batch reads at most (a waiter with more is read alone).
+    public static let startBatchLimit = 1000
 
-    func batchedStart(_ key: EntityKey) async throws(LiveError) -> ObservationStart {
-        try await withCheckedContinuation { (continuation: CheckedContinuation<Result<ObservationStart, LiveError>, Never>) in
-            startWaiters.append(StartWaiter(key: key, continuation: continuation))
+    /// What each of `keys` starts from, in their order.
+    func batchedStarts(_ keys: [EntityKey]) async throws(LiveError) -> [ObservationStart] {
+        try await withCheckedContinuation { (continuation: CheckedContinuation<Result<[ObservationStart], LiveError>, Never>) in
+            startWaiters.append(StartWaiter(keys: keys, continuation: continuation))
             if !startsReading {
                 startsReading = true
                 Task { await self.readStarts() }
@@ -39,20 +43,29 @@ extension LiveClient {
     private func readStarts() async {
         defer { startsReading = false }
         while !startWaiters.isEmpty {
-            let batch = Array(startWaiters.prefix(Self.startBatchLimit))
-            startWaiters.removeFirst(batch.count)
+            var taken = 1
+            var keyCount = startWaiters[0].keys.count
+            while taken < startWaiters.count, keyCount + startWaiters[taken].keys.count <= Self.startBatchLimit {
+                keyCount += startWaiters[taken].keys.count
+                taken += 1
+            }
+            let batch = Array(startWaiters.prefix(taken))
+            startWaiters.removeFirst(taken)
             if startWaiters.isEmpty { startWaiters = [] }  // the storage a burst grew it to, given back
-            let keys = Array(Set(batch.map(\.key)))
+            var keys: [EntityKey] = []
+            keys.reserveCapacity(keyCount)
+            var seen = Set<EntityKey>(minimumCapacity: keyCount)
+            for waiter in batch { for key in waiter.keys where seen.insert(key).inserted { keys.append(key) } }
             let outcome: Result<[EntityKey: ObservationStart], LiveError>
             do {
                 let read = try await cache.starts(of: keys, topics: keys.map { Topic.object($0).description })
                 let pending = Dictionary(grouping: try await outbox.entries(), by: \.key)
-                var starts: [EntityKey: ObservationStart] = [:]
+                var starts: [EntityKey: ObservationStart] = Dictionary(minimumCapacity: keys.count)
                 for (index, key) in keys.enumerated() {
                     starts[key] = ObservationStart(
                         cached: read.entities[key],
                         checkpoint: read.checkpoints[index],
-                        pending: (pending[key] ?? []).filter { !doneButQueued.contains($0.id) }
+                        pending: pending[key].map { $0.filter { !doneButQueued.contains($0.id) } } ?? []
                     )
                 }
                 outcome = .success(starts)
@@ -60,7 +73,9 @@ extension LiveClient {
                 outcome = .failure(error)
             }
             for waiter in batch {
-                waiter.continuation.resume(returning: outcome.map { $0[waiter.key] ?? ObservationStart(pending: []) })
+                waiter.continuation.resume(
+                    returning: outcome.map { starts in waiter.keys.map { starts[$0] ?? ObservationStart(pending: []) } }
+                )
             }
         }
     }

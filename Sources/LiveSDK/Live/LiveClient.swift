@@ -305,41 +305,60 @@ public actor LiveClient {
     func observe(_ key: EntityKey, options: ObserveOptions, handler: @escaping @Sendable (LiveObjectChange) -> Void) async
         -> NotificationToken
     {
-        let observation: SharedObjectObservation
-        let isNew: Bool
-        if let existing = observations[key] {
-            observation = existing
-            isNew = false
-        } else {
-            observation = SharedObjectObservation(key: key)
-            observations[key] = observation
-            isNew = true
+        await observe([ObservationRequest(key: key, options: options, handler: handler)])[0]
+    }
+
+    /// Starts every observation of `requests`, in their order, and returns their tokens in the same order: as
+    /// many ``LiveObject/observe(options:_:)`` calls would, in one hop to the engine. The objects not observed
+    /// yet start together: what they start from (the cached copy, the topic's checkpoint, the queued writes) is
+    /// read in one go, each is told it at once, and each is then read from the cloud or resumes its topic (see
+    /// ``activate(_:)``). For a burst of new observations (the daemon's clients opening lists of thousands of
+    /// items): one task for the burst rather than a task, a wait and a wake-up per object.
+    public func observe(_ requests: [ObservationRequest]) async -> [NotificationToken] {
+        var tokens: [NotificationToken] = []
+        tokens.reserveCapacity(requests.count)
+        var observed: [SharedObjectObservation] = []
+        observed.reserveCapacity(requests.count)
+        var new: [SharedObjectObservation] = []
+        for request in requests {
+            let key = request.key
+            let observation: SharedObjectObservation
+            if let existing = observations[key] {
+                observation = existing
+            } else {
+                observation = SharedObjectObservation(key: key)
+                observations[key] = observation
+                new.append(observation)
+            }
+            let id = observation.add(options: request.options, handler: request.handler)
+            tokens.append(
+                NotificationToken { [commandSink] in
+                    observation.remove(id)
+                    commandSink.yield(.release(key))
+                }
+            )
+            observed.append(observation)
         }
-        let id = observation.add(options: options, handler: handler)
-        let token = NotificationToken { [commandSink] in
-            observation.remove(id)
-            commandSink.yield(.release(key))
-        }
-        if isNew {
-            var cached: Entity?
-            var pending: [OutboxEntry] = []
+        if !new.isEmpty {
+            var starts: [ObservationStart]?
             do {
                 // With the other observations started at about the same time (a burst reads in one go).
-                let start = try await batchedStart(key)
-                cached = start.cached
-                pending = start.pending
-                startCheckpoints[key] = .some(start.checkpoint)
+                starts = try await batchedStarts(new.map(\.key))
             } catch {
-                logger.error("cache read failed", metadata: ["key": "\(key)", "error": "\(error)"])
+                logger.error("cache read failed", metadata: ["keys": "\(new.count)", "error": "\(error)"])
             }
-            observation.apply { state in
-                for entry in pending { _ = state.localWrite(entry.id, entry.write) }
-                return state.started(cached: cached, fetching: true)
+            for (index, observation) in new.enumerated() {
+                let start = starts?[index]
+                if let start { startCheckpoints[observation.key] = .some(start.checkpoint) }
+                observation.apply { state in
+                    for entry in start?.pending ?? [] { _ = state.localWrite(entry.id, entry.write) }
+                    return state.started(cached: start?.cached, fetching: true)
+                }
+                commandSink.yield(.activate(observation.key))
             }
-            commandSink.yield(.activate(key))
         }
-        if observation.isUnobserved { commandSink.yield(.release(key)) }
-        return token
+        for observation in observed where observation.isUnobserved { commandSink.yield(.release(observation.key)) }
+        return tokens
     }
 
     /// Reads the object, then subscribes its topic from the read: the cloud replays what changed since, so no
@@ -724,6 +743,19 @@ public actor LiveClient {
 
     /// How a write changes an object (see ``LiveWrite``).
     public typealias Write = LiveWrite
+}
+
+/// One observation for ``LiveClient/observe(_:)``: what ``LiveObject/observe(options:_:)`` takes.
+public struct ObservationRequest: Sendable {
+    public var key: EntityKey
+    public var options: ObserveOptions
+    public var handler: @Sendable (LiveObjectChange) -> Void
+
+    public init(key: EntityKey, options: ObserveOptions = ObserveOptions(), handler: @escaping @Sendable (LiveObjectChange) -> Void) {
+        self.key = key
+        self.options = options
+        self.handler = handler
+    }
 }
 
 /// A live object: observe it to receive its current state and every change.
