@@ -39,9 +39,35 @@ extension LiveClient {
         }.get()
     }
 
+    /// How many started observations at most wait for their activation while starts are still read.
+    static let deferredActivationLimit = 10 * startBatchLimit
+
+    /// Activates `started`, observations that were told a cached copy (each resumes its topic or reads the
+    /// cloud: ``LiveClient/activate(_:)``), once no more starts are being read, or once
+    /// ``deferredActivationLimit`` wait: a burst of new observations is told what the cache holds first,
+    /// each batch after the other, instead of every batch's cached answers waiting behind the subscriptions
+    /// and reads of the batches before (an activation costs the engine's loop more than a start). Those with
+    /// nothing cached are not held back: their read is their first answer. An observation that ended
+    /// meanwhile is not activated (one started anew for its key has its own activation).
+    func activateWhenStartsAreRead(_ started: [SharedObjectObservation]) {
+        deferredActivations.append(contentsOf: started)
+        if !startsReading || deferredActivations.count >= Self.deferredActivationLimit { activateDeferred() }
+    }
+
+    private func activateDeferred() {
+        let due = deferredActivations
+        deferredActivations = []
+        for observation in due where observations[observation.key] === observation {
+            commandSink.yield(.activate(observation.key))
+        }
+    }
+
     /// Reads what waits, a batch after another, until nothing does.
     private func readStarts() async {
-        defer { startsReading = false }
+        defer {
+            startsReading = false
+            activateDeferred()
+        }
         while !startWaiters.isEmpty {
             var taken = 1
             var keyCount = startWaiters[0].keys.count

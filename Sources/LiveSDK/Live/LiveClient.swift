@@ -89,6 +89,9 @@ public actor LiveClient {
     // Batched observation starts (see LiveClient+BatchedStart.swift).
     var startWaiters: [StartWaiter] = []
     var startsReading = false
+    /// Observations started while more starts were read, waiting for their activation (see
+    /// ``activateWhenStartsAreRead(_:)``).
+    var deferredActivations: [SharedObjectObservation] = []
     /// The checkpoint each new observation's start read, for its activation (which resumes from it).
     var startCheckpoints: [EntityKey: Int64?] = [:]
     /// New observations' subscriptions at once (see LiveClient+SubscriptionGate.swift).
@@ -354,8 +357,10 @@ public actor LiveClient {
                     for entry in start?.pending ?? [] { _ = state.localWrite(entry.id, entry.write) }
                     return state.started(cached: start?.cached, fetching: true)
                 }
-                commandSink.yield(.activate(observation.key))
+                // One with nothing cached has nothing to tell before its read: that goes out at once.
+                if start?.cached == nil { commandSink.yield(.activate(observation.key)) }
             }
+            activateWhenStartsAreRead(new.indices.filter { starts?[$0].cached != nil }.map { new[$0] })
         }
         for observation in observed where observation.isUnobserved { commandSink.yield(.release(observation.key)) }
         return tokens
