@@ -71,7 +71,7 @@ extension Bench {
         let reads = after.readRequests - before.readRequests
         let messages = after.realtimeMessages - before.realtimeMessages
         say(
-            "  all fresh after \(format(fresh.all)) ms (first \(format(fresh.first)) ms), all subscribed after "
+            "  all fresh after \(format(fresh.all)) ms (first \(format(fresh.first)) ms, half \(format(fresh.half)) ms), all subscribed after "
                 + "\(format(Double(subscribed.components.seconds) * 1000 + Double(subscribed.components.attoseconds) / 1e15)) ms; "
                 + "upstream \(reads) read requests and \(messages) realtime messages "
                 + "(\(String(format: "%.1f", Double(count) / Double(max(1, reads + messages)))) new objects per request)"
@@ -84,7 +84,10 @@ extension Bench {
 
         // The same objects from a second connection, while the first holds them.
         let (held, _) = try await timeObservations(count, socket: daemon.socket, greeting: hello + observes, marker: loaded)
-        say("  held by the daemon (second connection, the first still observing): all answered fresh after \(format(held.all)) ms")
+        say(
+            "  held by the daemon (second connection, the first still observing): all answered fresh after \(format(held.all)) ms "
+                + "(first \(format(held.first)) ms, half \(format(held.half)) ms)"
+        )
         await first?.close()
 
         // After a restart: the cache answers at once, then the cloud.
@@ -98,14 +101,16 @@ extension Bench {
             also: loaded
         )
         say(
-            "  after a restart: \(existing) cached answers after \(format(cached.all)) ms (first \(format(cached.first)) ms); "
+            "  after a restart: \(existing) cached answers after \(format(cached.all)) ms (first \(format(cached.first)) ms, half \(format(cached.half)) ms); "
                 + "all fresh again after \(format(cached.alsoAll ?? .nan)) ms"
         )
     }
 
     private struct ObservationTimes {
-        /// Milliseconds from the write of the requests to the first and to the last marked notification.
+        /// Milliseconds from the write of the requests to the first, the middle (half of those expected) and
+        /// the last marked notification, as the bench's reads brought them.
         var first: Double
+        var half: Double
         var all: Double
         /// With `also`: to the last notification carrying that marker.
         var alsoAll: Double?
@@ -124,9 +129,11 @@ extension Bench {
     ) async throws -> (ObservationTimes, SubscriberPool?) {
         let expected = marker.contains("local") ? min(count, 10_000) : count
         let started = ContinuousClock.now
+        let startedNanos = DispatchTime.now().uptimeNanoseconds
+        // Returns once the whole burst is written (the daemon read it) and a marker came: the arrivals are
+        // timed as the reads brought them, not from here.
         let pool = try await SubscriberPool.connect(count: 1, socketPath: socket, greeting: greeting, readyMarker: marker)
         defer { if !keepOpen { Task { await pool.close() } } }
-        let first = ContinuousClock.now - started
         func milliseconds(_ duration: Duration) -> Double {
             Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
         }
@@ -135,7 +142,11 @@ extension Bench {
             guard ContinuousClock.now < deadline else { throw BenchError("\(pool.receptions[0].markers) of \(expected) observations answered") }
             try await Task.sleep(for: .milliseconds(1))
         }
-        let all = ContinuousClock.now - started
+        let arrivals = pool.receptions[0].markerArrivals
+        func arrived(_ markers: Int) -> Double {
+            let at = arrivals.first { $0.count >= markers }?.at ?? startedNanos
+            return Double(at &- startedNanos) / 1e6
+        }
         var alsoAll: Double?
         if let also {
             let second = try await SubscriberPool.connect(count: 1, socketPath: socket, greeting: greeting, readyMarker: also)
@@ -146,7 +157,9 @@ extension Bench {
             }
             alsoAll = milliseconds(ContinuousClock.now - started)
         }
-        return (ObservationTimes(first: milliseconds(first), all: milliseconds(all), alsoAll: alsoAll), keepOpen ? pool : nil)
+        return (
+            ObservationTimes(first: arrived(1), half: arrived((expected + 1) / 2), all: arrived(expected), alsoAll: alsoAll), keepOpen ? pool : nil
+        )
     }
 
     /// The cloud's counters.

@@ -17,6 +17,8 @@ final class Reception: Sendable {
         var markers = 0
         var lastAt: UInt64 = 0
         var recording = true
+        /// When reads brought ready markers: the count so far and the read's time, one entry a read.
+        var markerArrivals: [(count: Int, at: UInt64)] = []
     }
 
     private let state = Mutex(State())
@@ -26,11 +28,14 @@ final class Reception: Sendable {
     var isReady: Bool { markers > 0 }
     /// How many lines carried the ready marker.
     var markers: Int { state.withLock { $0.markers } }
+    /// When the reads that brought ready markers were made (`DispatchTime` nanoseconds), with the count so far.
+    var markerArrivals: [(count: Int, at: UInt64)] { state.withLock { $0.markerArrivals } }
 
     /// Records what one read brought: timed deliveries (their send stamps) and ready markers.
     func record(sentAt stamps: [UInt64], markers: Int, now: UInt64) {
         state.withLock { state in
             state.markers += markers
+            if markers > 0 { state.markerArrivals.append((state.markers, now)) }
             guard !stamps.isEmpty else { return }
             state.deliveries += stamps.count
             state.lastAt = now
