@@ -50,7 +50,14 @@ extension Bench {
         let before = try await cloudStats(base)
         let rssBefore = daemon.child.residentKiB
         let observed = ContinuousClock.now
-        let (fresh, first) = try await timeObservations(count, socket: daemon.socket, greeting: hello + observes, marker: loaded, keepOpen: true)
+        let (fresh, first) = try await timeObservations(
+            count,
+            daemon: daemon.child,
+            socket: daemon.socket,
+            greeting: hello + observes,
+            marker: loaded,
+            keepOpen: true
+        )
         let rssAfter = daemon.child.residentKiB
         // Each object is read first, then its topic subscribed from the read: the subscriptions follow the answers.
         var after = try await cloudStats(base)
@@ -71,7 +78,7 @@ extension Bench {
         let reads = after.readRequests - before.readRequests
         let messages = after.realtimeMessages - before.realtimeMessages
         say(
-            "  all fresh after \(format(fresh.all)) ms (first \(format(fresh.first)) ms, half \(format(fresh.half)) ms), all subscribed after "
+            "  all fresh after \(format(fresh.all)) ms (first \(format(fresh.first)) ms, half \(format(fresh.half)) ms; daemon CPU \(format(fresh.cpuPerObservation)) µs an object), all subscribed after "
                 + "\(format(Double(subscribed.components.seconds) * 1000 + Double(subscribed.components.attoseconds) / 1e15)) ms; "
                 + "upstream \(reads) read requests and \(messages) realtime messages "
                 + "(\(String(format: "%.1f", Double(count) / Double(max(1, reads + messages)))) new objects per request)"
@@ -83,10 +90,10 @@ extension Bench {
         )
 
         // The same objects from a second connection, while the first holds them.
-        let (held, _) = try await timeObservations(count, socket: daemon.socket, greeting: hello + observes, marker: loaded)
+        let (held, _) = try await timeObservations(count, daemon: daemon.child, socket: daemon.socket, greeting: hello + observes, marker: loaded)
         say(
             "  held by the daemon (second connection, the first still observing): all answered fresh after \(format(held.all)) ms "
-                + "(first \(format(held.first)) ms, half \(format(held.half)) ms)"
+                + "(first \(format(held.first)) ms, half \(format(held.half)) ms; daemon CPU \(format(held.cpuPerObservation)) µs an object)"
         )
         await first?.close()
 
@@ -95,13 +102,14 @@ extension Bench {
         daemon = try await startDaemon(directory: daemonDirectory, cloudURL: base, bin: bin, username: "bench", password: "bench-password")
         let (cached, _) = try await timeObservations(
             count,
+            daemon: daemon.child,
             socket: daemon.socket,
             greeting: hello + observes,
             marker: #""dataStatus":"local""#,
             also: loaded
         )
         say(
-            "  after a restart: \(existing) cached answers after \(format(cached.all)) ms (first \(format(cached.first)) ms, half \(format(cached.half)) ms); "
+            "  after a restart: \(existing) cached answers after \(format(cached.all)) ms (first \(format(cached.first)) ms, half \(format(cached.half)) ms; daemon CPU \(format(cached.cpuPerObservation)) µs an object); "
                 + "all fresh again after \(format(cached.alsoAll ?? .nan)) ms"
         )
     }
@@ -112,6 +120,9 @@ extension Bench {
         var first: Double
         var half: Double
         var all: Double
+        /// The daemon's CPU time (user and system) from the write of the requests to the last marked
+        /// notification, in microseconds per marked notification (the clock's tick is 10 ms).
+        var cpuPerObservation: Double
         /// With `also`: to the last notification carrying that marker.
         var alsoAll: Double?
     }
@@ -121,6 +132,7 @@ extension Bench {
     /// counts those), then (with `also`) until `count` carry `also`.
     private func timeObservations(
         _ count: Int,
+        daemon: Child,
         socket: String,
         greeting: String,
         marker: String,
@@ -130,6 +142,7 @@ extension Bench {
         let expected = marker.contains("local") ? min(count, 10_000) : count
         let started = ContinuousClock.now
         let startedNanos = DispatchTime.now().uptimeNanoseconds
+        let cpuBefore = daemon.cpuSeconds
         // Returns once the whole burst is written (the daemon read it) and a marker came: the arrivals are
         // timed as the reads brought them, not from here.
         let pool = try await SubscriberPool.connect(count: 1, socketPath: socket, greeting: greeting, readyMarker: marker)
@@ -142,6 +155,7 @@ extension Bench {
             guard ContinuousClock.now < deadline else { throw BenchError("\(pool.receptions[0].markers) of \(expected) observations answered") }
             try await Task.sleep(for: .milliseconds(1))
         }
+        let cpu = daemon.cpuSeconds - cpuBefore
         let arrivals = pool.receptions[0].markerArrivals
         func arrived(_ markers: Int) -> Double {
             let at = arrivals.first { $0.count >= markers }?.at ?? startedNanos
@@ -158,7 +172,13 @@ extension Bench {
             alsoAll = milliseconds(ContinuousClock.now - started)
         }
         return (
-            ObservationTimes(first: arrived(1), half: arrived((expected + 1) / 2), all: arrived(expected), alsoAll: alsoAll), keepOpen ? pool : nil
+            ObservationTimes(
+                first: arrived(1),
+                half: arrived((expected + 1) / 2),
+                all: arrived(expected),
+                cpuPerObservation: cpu / Double(expected) * 1e6,
+                alsoAll: alsoAll
+            ), keepOpen ? pool : nil
         )
     }
 
