@@ -41,7 +41,12 @@ public enum CloudJSON {
     /// several times faster, or `JSONDecoder` for text the parser refuses, whose error it gives. Nesting beyond
     /// ``JSONValue/maxParsingDepth`` is refused: `JSONDecoder` traps on it.
     public static func value(_ text: String) throws -> JSONValue {
-        try decode(JSONValue.self, from: Array(text.utf8), direct: { $0 })
+        try value(utf8: Array(text.utf8))
+    }
+
+    /// ``value(_:)`` of text given as its UTF-8 bytes (read in place: a cache row's column, say).
+    public static func value(utf8 bytes: some Collection<UInt8>) throws -> JSONValue {
+        try decode(JSONValue.self, from: bytes, direct: { $0 })
     }
 }
 

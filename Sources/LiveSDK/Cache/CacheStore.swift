@@ -230,6 +230,26 @@ final class CacheStore: Sendable {
         return try entity(from: row)
     }
 
+    /// The entity table's columns, in the order ``entity(fromColumns:)`` reads them.
+    static let entityColumns = "collection, id, version, data, createdAt, updatedAt, deleted"
+
+    /// An entity from a row of ``entityColumns``.
+    static func entity(fromColumns row: Row) throws -> Entity {
+        let data = try row.withUnsafeData(atIndex: 3) { bytes -> JSONValue in
+            guard let bytes else { throw DatabaseError(resultCode: .SQLITE_MISMATCH, message: "an entity's data is NULL") }
+            return try CloudJSON.value(utf8: bytes)
+        }
+        return Entity(
+            collection: row[0],
+            id: row[1],
+            version: row[2],
+            data: data,
+            createdAt: row[4],
+            updatedAt: row[5],
+            deleted: row[6]
+        )
+    }
+
     static func entity(from row: Row) throws -> Entity {
         let text: String = row["data"]
         return Entity(
@@ -266,20 +286,25 @@ final class CacheStore: Sendable {
             return try await pool.write { db in
                 var entities: [EntityKey: Entity] = [:]
                 let now = Date().timeIntervalSince1970
+                entities.reserveCapacity(keys.count)
                 for (collection, keys) in Dictionary(grouping: keys, by: \.collection) {
                     // SQLite takes at most 32,766 parameters a statement: a few hundred ids each.
                     for start in stride(from: 0, to: keys.count, by: 500) {
                         let ids = keys[start..<min(start + 500, keys.count)].map(\.id)
                         let marks = Array(repeating: "?", count: ids.count).joined(separator: ",")
                         let arguments = StatementArguments([collection] + ids)
-                        for row in try Row.fetchAll(db, sql: "SELECT * FROM entity WHERE collection = ? AND id IN (\(marks))", arguments: arguments) {
-                            let entity = try Self.entity(from: row)
+                        // The rows read in place, their columns by position (by name, each is a case-insensitive
+                        // lookup) and the data's text parsed from the row's bytes.
+                        let rows = try Row.fetchCursor(
+                            db.cachedStatement(sql: "SELECT \(Self.entityColumns) FROM entity WHERE collection = ? AND id IN (\(marks))"),
+                            arguments: arguments
+                        )
+                        while let row = try rows.next() {
+                            let entity = try Self.entity(fromColumns: row)
                             entities[entity.key] = entity
                         }
-                        try db.execute(
-                            sql: "UPDATE entity SET lastAccess = ? WHERE collection = ? AND id IN (\(marks))",
-                            arguments: [now] + arguments
-                        )
+                        try db.cachedStatement(sql: "UPDATE entity SET lastAccess = ? WHERE collection = ? AND id IN (\(marks))")
+                            .execute(arguments: [now] + arguments)
                     }
                 }
                 var checkpoints: [String: Int64] = [:]
