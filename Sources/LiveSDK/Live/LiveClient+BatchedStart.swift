@@ -39,26 +39,31 @@ extension LiveClient {
         }.get()
     }
 
-    /// How many started observations at most wait for their activation while starts are still read.
-    static let deferredActivationLimit = 10 * startBatchLimit
-
-    /// Activates `started`, observations that were told a cached copy (each resumes its topic or reads the
-    /// cloud: ``LiveClient/activate(_:)``), once no more starts are being read, or once
-    /// ``deferredActivationLimit`` wait: a burst of new observations is told what the cache holds first,
-    /// each batch after the other, instead of every batch's cached answers waiting behind the subscriptions
-    /// and reads of the batches before (an activation costs the engine's loop more than a start). Those with
-    /// nothing cached are not held back: their read is their first answer. An observation that ended
-    /// meanwhile is not activated (one started anew for its key has its own activation).
+    /// Activates `started`, observations that were told a cached copy, when ``ActivationDeferral`` says: a
+    /// burst of them once it pauses, one on its own once no start is being read. Those with nothing cached are
+    /// not held back: their read is their first answer. An observation that ended meanwhile is not activated
+    /// (one started anew for its key has its own activation).
     func activateWhenStartsAreRead(_ started: [SharedObjectObservation]) {
-        deferredActivations.append(contentsOf: started)
-        if !startsReading || deferredActivations.count >= Self.deferredActivationLimit { activateDeferred() }
+        perform(activationDeferral.told(started, at: .now, startsReading: startsReading))
     }
 
-    private func activateDeferred() {
-        let due = deferredActivations
-        deferredActivations = []
-        for observation in due where observations[observation.key] === observation {
-            commandSink.yield(.activate(observation.key))
+    private func perform(_ step: ActivationDeferral<SharedObjectObservation>.Step) {
+        switch step {
+        case .activate(let due):
+            for observation in due where observations[observation.key] === observation {
+                commandSink.yield(.activate(observation.key))
+            }
+        case .awaitPause:
+            Task {
+                var step = ActivationDeferral<SharedObjectObservation>.Step.awaitPause
+                while case .awaitPause = step {
+                    try? await Task.sleep(for: ActivationDeferral<SharedObjectObservation>.pause)
+                    step = activationDeferral.pauseElapsed(at: .now, startsReading: startsReading)
+                }
+                perform(step)
+            }
+        case .wait:
+            break
         }
     }
 
@@ -66,7 +71,7 @@ extension LiveClient {
     private func readStarts() async {
         defer {
             startsReading = false
-            activateDeferred()
+            perform(activationDeferral.startsRead(at: .now))
         }
         while !startWaiters.isEmpty {
             var taken = 1

@@ -89,9 +89,8 @@ public actor LiveClient {
     // Batched observation starts (see LiveClient+BatchedStart.swift).
     var startWaiters: [StartWaiter] = []
     var startsReading = false
-    /// Observations started while more starts were read, waiting for their activation (see
-    /// ``activateWhenStartsAreRead(_:)``).
-    var deferredActivations: [SharedObjectObservation] = []
+    /// Observations told a cached copy, waiting for their activation (see ``activateWhenStartsAreRead(_:)``).
+    var activationDeferral = ActivationDeferral<SharedObjectObservation>()
     /// The checkpoint each new observation's start read, for its activation (which resumes from it).
     var startCheckpoints: [EntityKey: Int64?] = [:]
     /// New observations' subscriptions at once (see LiveClient+SubscriptionGate.swift).
