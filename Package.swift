@@ -215,7 +215,8 @@ let package = Package(
         .executableTarget(name: "livegate-fuzz", dependencies: ["LiveGateFuzzTargets"], swiftSettings: swiftSettings),
 
         // Tests.
-        .testTarget(name: "LiveGateProtocolTests", dependencies: ["LiveGateProtocol"], swiftSettings: swiftSettings),
+        .target(name: "SeededRandom", path: "Tests/SeededRandom", swiftSettings: swiftSettings),
+        .testTarget(name: "LiveGateProtocolTests", dependencies: ["LiveGateProtocol", "SeededRandom"], swiftSettings: swiftSettings),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["LiveGateFuzzTargets"], swiftSettings: swiftSettings),
         .testTarget(
             name: "LiveSQLiteTests",
@@ -232,7 +233,9 @@ let package = Package(
         ),
         .testTarget(
             name: "LiveSDKTests",
-            dependencies: ["LiveSDK", "LiveCloudAPI", "LiveChangeSet", "LiveJSON", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: [
+                "LiveSDK", "LiveCloudAPI", "LiveChangeSet", "LiveJSON", "SeededRandom", .product(name: "NIOCore", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -247,6 +250,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "LiveGateClient", "LiveGateProtocol", "LiveCloudAPI", "LiveJSON", "LiveChangeSet", "LiveSDK", "CLiveGate", "CJSONC",
+                "SeededRandom",
                 server("AsyncHTTPClient", "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -5,6 +5,7 @@ import LiveCloudAPI
 import LiveGateClient
 import LiveGateProtocol
 import LiveJSON
+import SeededRandom
 import Testing
 
 /// Kills the daemon at random moments while a client queues writes (the cloud taking them as they come, or
@@ -111,18 +112,5 @@ import Testing
             "crash consistency: seed \(seed), \(iterations) kills, \(acknowledgedTotal) acknowledged writes, "
                 + "\(cloudVersion) applied, every one once and in order"
         )
-    }
-}
-
-/// SplitMix64: a small seeded generator, so a failing schedule can be run again from its seed.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

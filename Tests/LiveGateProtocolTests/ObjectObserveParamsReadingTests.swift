@@ -1,6 +1,7 @@
 // Licensed under the Apache License, Version 2.0.
 
 import LiveJSON
+import SeededRandom
 import Testing
 
 @testable import LiveGateProtocol

@@ -2,6 +2,7 @@
 
 import Foundation
 import LiveJSON
+import SeededRandom
 import Testing
 
 @testable import LiveGateProtocol
@@ -71,18 +72,5 @@ import Testing
             #expect(written == encoded, "id \(id), token \(token)")
             #expect(written == [UInt8](try WireJSON.foundationEncoded(response)), "id \(id), token \(token)")
         }
-    }
-}
-
-/// SplitMix64: reproducible random values for the tests.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,5 +1,6 @@
 // Licensed under the Apache License, Version 2.0.
 
+import SeededRandom
 import Testing
 
 @testable import LiveSDK
@@ -89,7 +90,7 @@ import Testing
     /// told within a pause before it, is activated the moment it is told.
     @Test(arguments: 0..<200)
     func randomSchedulesKeepThePromises(seed: UInt64) {
-        var random = SplitMix64(state: seed &* 0x9E37_79B9_7F4A_7C15 &+ 1)
+        var random = SeededGenerator(seed: seed &* 0x9E37_79B9_7F4A_7C15 &+ 1)
         var deferral = Deferral()
         var now = 0  // in tenths of a millisecond
         func instant(_ tenths: Int) -> ContinuousClock.Instant { start + .microseconds(tenths * 100) }

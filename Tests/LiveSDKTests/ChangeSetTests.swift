@@ -1,19 +1,8 @@
 // Licensed under the Apache License, Version 2.0.
 
 import LiveChangeSet
+import SeededRandom
 import Testing
-
-/// A small deterministic generator, so a failing case can be replayed from its seed.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 struct Item: Hashable {
     let id: Int
@@ -23,7 +12,7 @@ struct Item: Hashable {
 @Suite("Change sets")
 struct ChangeSetTests {
     /// A random next result: some items leave, some arrive, some change, the order is partly shuffled.
-    static func randomPair(_ random: inout SplitMix64) -> (old: [Item], new: [Item]) {
+    static func randomPair(_ random: inout SeededGenerator) -> (old: [Item], new: [Item]) {
         let universe = Int.random(in: 0...40, using: &random)
         let old = (0..<universe).filter { _ in Bool.random(using: &random) }.shuffled(using: &random).map { Item(id: $0, version: 1) }
         var new = old.filter { _ in Int.random(in: 0..<5, using: &random) > 0 }
@@ -47,7 +36,7 @@ struct ChangeSetTests {
 
     @Test("applying the change set to the old result gives the new one, for 5,000 random pairs")
     func batchApplication() {
-        var random = SplitMix64(state: 20_261_122)
+        var random = SeededGenerator(seed: 20_261_122)
         for round in 0..<5_000 {
             let (old, new) = Self.randomPair(&random)
             let changes = Self.changes(old, new)
@@ -63,7 +52,7 @@ struct ChangeSetTests {
 
     @Test("the steps, applied one at a time, give the new result, with every index valid when used")
     func sequentialApplication() {
-        var random = SplitMix64(state: 7)
+        var random = SeededGenerator(seed: 7)
         for round in 0..<5_000 {
             let (old, new) = Self.randomPair(&random)
             var list = old
@@ -95,7 +84,7 @@ struct ChangeSetTests {
 
     @Test("a change set computed for 10,000 items applies back exactly")
     func large() {
-        var random = SplitMix64(state: 3)
+        var random = SeededGenerator(seed: 3)
         let old = Array(0..<10_000)
         var new = old.filter { _ in Int.random(in: 0..<10, using: &random) > 0 }
         new.insert(contentsOf: 10_000..<10_500, at: 100)

@@ -1,5 +1,6 @@
 // Licensed under the Apache License, Version 2.0.
 
+import SeededRandom
 import Testing
 
 @testable import LiveSDK
@@ -86,7 +87,7 @@ import Testing
     /// once the engine runs what it is told and its passes end.
     @Test(arguments: [1, 2, 3, 4, 5, 6, 7, 8] as [UInt64])
     func noAskIsLostAndPassesNeverOverlap(seed: UInt64) {
-        var random = SplitMix64(state: seed)
+        var random = SeededGenerator(seed: seed)
         var pacing = EvictionPacing(limit: 5)
         var now = start
         var running: ContinuousClock.Instant?

@@ -1,5 +1,6 @@
 // Licensed under the Apache License, Version 2.0.
 
+import SeededRandom
 import Testing
 
 @testable import LiveSDK
@@ -15,7 +16,7 @@ import Testing
     /// through the inline one and back: the same members and values at every step.
     @Test func keepsWhatADictionaryKeepsThroughEveryShape() {
         let seed = UInt64.random(in: 0...UInt64.max)
-        var random = SplitMix64(state: seed)
+        var random = SeededGenerator(seed: seed)
         var table = IDTable<Int64>()
         var model: [Int: Int64] = [:]
         for step in 0..<5_000 {

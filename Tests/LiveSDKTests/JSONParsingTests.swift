@@ -2,6 +2,7 @@
 
 import Foundation
 import LiveJSON
+import SeededRandom
 import Testing
 
 @testable import LiveCloudAPI
@@ -96,7 +97,7 @@ import Testing
         ]
         let eventKeys = ["op", "seq", "topic", "entity", "previous", "ref", "code", "message", "resync", "replayed", "streamMessage"]
         let entityKeys = ["collection", "id", "version", "data", "createdAt", "updatedAt", "deleted", "extra"]
-        var random = SplitMix64(state: 20_261_126)
+        var random = SeededGenerator(seed: 20_261_126)
         var direct = 0
         for _ in 0..<3000 {
             guard case .object(var members) = event, case .object(var entityMembers) = entity else { return }

@@ -2,6 +2,7 @@
 
 import Foundation
 import LiveJSON
+import SeededRandom
 import Testing
 
 @Suite struct SortedJSONEncoderTests {
@@ -19,9 +20,9 @@ import Testing
     /// slashes, non-ASCII, integers beyond 2^53, fractions, tiny and huge magnitudes, negative zero, keys
     /// that sort differently by case, digits and accents.
     struct Values {
-        var random: SplitMix64
+        var random: SeededGenerator
 
-        init(seed: UInt64) { random = SplitMix64(state: seed) }
+        init(seed: UInt64) { random = SeededGenerator(seed: seed) }
 
         mutating func next() -> UInt64 { random.next() }
 

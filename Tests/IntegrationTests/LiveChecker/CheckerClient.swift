@@ -4,6 +4,7 @@ import Foundation
 import LiveJSON
 import NIOCore
 import NIOPosix
+import SeededRandom
 import Synchronization
 
 /// What the checker saw and broke, shared by its clients: a bounded trace of events (notifications, requests,

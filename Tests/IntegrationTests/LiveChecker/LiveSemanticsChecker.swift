@@ -4,6 +4,7 @@ import Foundation
 import LiveCloudAPI
 import LiveJSON
 import NIOHTTP1
+import SeededRandom
 import Synchronization
 
 /// Random schedules of writes and faults against a real `livegate-cloud` and `livegated`, with clients that
