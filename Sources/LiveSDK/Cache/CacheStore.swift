@@ -225,16 +225,20 @@ final class CacheStore: Sendable {
 
     static func entity(_ db: Database, _ key: EntityKey) throws -> Entity? {
         guard
-            let row = try Row.fetchOne(db, sql: "SELECT * FROM entity WHERE collection = ? AND id = ?", arguments: [key.collection, key.id])
+            let row = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT \(entityColumns) FROM entity WHERE collection = ? AND id = ?"),
+                arguments: [key.collection, key.id]
+            )
         else { return nil }
         return try entity(from: row)
     }
 
-    /// The entity table's columns, in the order ``entity(fromColumns:)`` reads them.
+    /// The entity table's columns, in the order ``entity(from:)`` reads them.
     static let entityColumns = "collection, id, version, data, createdAt, updatedAt, deleted"
 
-    /// An entity from a row of ``entityColumns``.
-    static func entity(fromColumns row: Row) throws -> Entity {
+    /// An entity from a row of ``entityColumns``: the columns by position (by name, each is a case-insensitive
+    /// lookup) and the data's JSON parsed from the row's bytes.
+    static func entity(from row: Row) throws -> Entity {
         let data = try row.withUnsafeData(atIndex: 3) { bytes -> JSONValue in
             guard let bytes else { throw DatabaseError(resultCode: .SQLITE_MISMATCH, message: "an entity's data is NULL") }
             return try CloudJSON.value(utf8: bytes)
@@ -247,19 +251,6 @@ final class CacheStore: Sendable {
             createdAt: row[4],
             updatedAt: row[5],
             deleted: row[6]
-        )
-    }
-
-    static func entity(from row: Row) throws -> Entity {
-        let text: String = row["data"]
-        return Entity(
-            collection: row["collection"],
-            id: row["id"],
-            version: row["version"],
-            data: try CloudJSON.value(text),
-            createdAt: row["createdAt"],
-            updatedAt: row["updatedAt"],
-            deleted: row["deleted"]
         )
     }
 
@@ -293,14 +284,13 @@ final class CacheStore: Sendable {
                         let ids = keys[start..<min(start + 500, keys.count)].map(\.id)
                         let marks = Array(repeating: "?", count: ids.count).joined(separator: ",")
                         let arguments = StatementArguments([collection] + ids)
-                        // The rows read in place, their columns by position (by name, each is a case-insensitive
-                        // lookup) and the data's text parsed from the row's bytes.
+                        // The rows read in place, not copied.
                         let rows = try Row.fetchCursor(
                             db.cachedStatement(sql: "SELECT \(Self.entityColumns) FROM entity WHERE collection = ? AND id IN (\(marks))"),
                             arguments: arguments
                         )
                         while let row = try rows.next() {
-                            let entity = try Self.entity(fromColumns: row)
+                            let entity = try Self.entity(from: row)
                             entities[entity.key] = entity
                         }
                         try db.cachedStatement(sql: "UPDATE entity SET lastAccess = ? WHERE collection = ? AND id IN (\(marks))")
