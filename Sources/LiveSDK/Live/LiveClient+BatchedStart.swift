@@ -43,11 +43,13 @@ extension LiveClient {
     /// burst of them once it pauses, one on its own once no start is being read. Those with nothing cached are
     /// not held back: their read is their first answer. An observation that ended meanwhile is not activated
     /// (one started anew for its key has its own activation).
-    func activateWhenStartsAreRead(_ started: [SharedObjectObservation]) {
+    func activateWhenTheBurstPauses(_ started: [SharedObjectObservation]) {
         perform(activationDeferral.told(started, at: .now, startsReading: startsReading))
     }
 
-    private func perform(_ step: ActivationDeferral<SharedObjectObservation>.Step) {
+    private typealias Deferral = ActivationDeferral<SharedObjectObservation>
+
+    private func perform(_ step: Deferral.Step) {
         switch step {
         case .activate(let due):
             for observation in due where observations[observation.key] === observation {
@@ -55,9 +57,9 @@ extension LiveClient {
             }
         case .awaitPause:
             Task {
-                var step = ActivationDeferral<SharedObjectObservation>.Step.awaitPause
+                var step = Deferral.Step.awaitPause
                 while case .awaitPause = step {
-                    try? await Task.sleep(for: ActivationDeferral<SharedObjectObservation>.pause)
+                    try? await Task.sleep(for: Deferral.pause)
                     step = activationDeferral.pauseElapsed(at: .now, startsReading: startsReading)
                 }
                 perform(step)

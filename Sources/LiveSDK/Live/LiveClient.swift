@@ -89,7 +89,7 @@ public actor LiveClient {
     // Batched observation starts (see LiveClient+BatchedStart.swift).
     var startWaiters: [StartWaiter] = []
     var startsReading = false
-    /// Observations told a cached copy, waiting for their activation (see ``activateWhenStartsAreRead(_:)``).
+    /// Observations told a cached copy, waiting for their activation (see ``activateWhenTheBurstPauses(_:)``).
     var activationDeferral = ActivationDeferral<SharedObjectObservation>()
     /// The checkpoint each new observation's start read, for its activation (which resumes from it).
     var startCheckpoints: [EntityKey: Int64?] = [:]
@@ -359,7 +359,7 @@ public actor LiveClient {
                 // One with nothing cached has nothing to tell before its read: that goes out at once.
                 if start?.cached == nil { commandSink.yield(.activate(observation.key)) }
             }
-            activateWhenStartsAreRead(new.indices.filter { starts?[$0].cached != nil }.map { new[$0] })
+            activateWhenTheBurstPauses(new.indices.filter { starts?[$0].cached != nil }.map { new[$0] })
         }
         for observation in observed where observation.isUnobserved { commandSink.yield(.release(observation.key)) }
         return tokens
