@@ -118,15 +118,10 @@ import Testing
             }
         }
 
-        // How often a burst pauses: from bursts of a few batches to bursts longer than the longest deferral.
-        let pauseOdds = [2, 10, 30][Int.random(in: 0..<3, using: &random)]
-        for _ in 0..<Int.random(in: 1...200, using: &random) {
-            let pauses = Int.random(in: 0..<100, using: &random) < pauseOdds
-            now += pauses ? Int.random(in: 100...500, using: &random) : Int.random(in: 0...90, using: &random)
-            // What falls due before `now`: the end of a read, the pause's timer, in time order.
-            while true {
-                let next = [readEndsAt, timerAt].compactMap { $0 }.filter { $0 <= now }.min()
-                guard let due = next else { break }
+        /// Runs what falls due up to `limit` (all of it when `nil`): the end of a read, the pause's timer, in
+        /// time order.
+        func runDue(upTo limit: Int?) {
+            while let due = [readEndsAt, timerAt].compactMap({ $0 }).filter({ $0 <= (limit ?? .max) }).min() {
                 if due == readEndsAt {
                     readEndsAt = nil
                     apply(deferral.startsRead(at: instant(due)), at: due)
@@ -135,6 +130,14 @@ import Testing
                     apply(deferral.pauseElapsed(at: instant(due), startsReading: readEndsAt != nil), at: due)
                 }
             }
+        }
+
+        // How often a burst pauses: from bursts of a few batches to bursts longer than the longest deferral.
+        let pauseOdds = [2, 10, 30][Int.random(in: 0..<3, using: &random)]
+        for _ in 0..<Int.random(in: 1...200, using: &random) {
+            let pauses = Int.random(in: 0..<100, using: &random) < pauseOdds
+            now += pauses ? Int.random(in: 100...500, using: &random) : Int.random(in: 0...90, using: &random)
+            runDue(upTo: now)
             if readEndsAt == nil, Int.random(in: 0..<4, using: &random) == 0 {
                 readEndsAt = now + Int.random(in: 1...200, using: &random)
             }
@@ -153,15 +156,7 @@ import Testing
             }
         }
         // The schedule ends: the read finishes, the timer runs out.
-        while let due = [readEndsAt, timerAt].compactMap({ $0 }).min() {
-            if due == readEndsAt {
-                readEndsAt = nil
-                apply(deferral.startsRead(at: instant(due)), at: due)
-            } else {
-                timerAt = nil
-                apply(deferral.pauseElapsed(at: instant(due), startsReading: readEndsAt != nil), at: due)
-            }
-        }
+        runDue(upTo: nil)
         if order != Array(0..<toldAt.count) { failures.append("\(order.count) of \(toldAt.count) activated, or out of the order told") }
         for (item, told) in toldAt.enumerated() {
             guard let activated = activatedAt[item], activated - told > 2_500 + 100 + 200 else { continue }
