@@ -380,15 +380,44 @@ final class CacheStore: Sendable {
 
     /// ``storeNow(_:checkpoint:)`` for many events in one transaction, in order: whether each entity is the
     /// newest copy the cache knows once the ones before it are stored.
+    ///
+    /// An object the batch brings several times (a hot object: many events read at once) is written once, at
+    /// the newest version the batch leaves in the cache; the answers for its earlier events are worked out as
+    /// the writes one by one would give them (``BatchStoreOutcome``). Nothing reads between the writes of one
+    /// transaction, so what it commits is the same. Checkpoints never move back, so each topic's highest is the
+    /// one saved.
     func storeNow(_ entities: [(entity: Entity, checkpoint: (topic: String, seq: Int64)?)]) throws(LiveError) -> [Bool] {
         guard !entities.isEmpty else { return [] }
         do {
             let current = try pool.write { db in
-                try entities.map { item in
-                    let current = try self.storeNewest(item.entity, in: db)
-                    if let checkpoint = item.checkpoint { try Self.saveCheckpoint(checkpoint.topic, checkpoint.seq, in: db) }
-                    return current
+                var current = [Bool](repeating: false, count: entities.count)
+                var occurrences: [EntityKey: [Int]] = [:]
+                occurrences.reserveCapacity(entities.count)
+                for (index, item) in entities.enumerated() { occurrences[item.entity.key, default: []].append(index) }
+                for indices in occurrences.values {
+                    guard indices.count > 1 else {
+                        current[indices[0]] = try self.storeNewest(entities[indices[0]].entity, in: db)
+                        continue
+                    }
+                    let first = entities[indices[0]].entity
+                    let held = try Int64.fetchOne(
+                        db.cachedStatement(sql: "SELECT version FROM entity WHERE collection = ? AND id = ?"),
+                        arguments: [first.collection, first.id]
+                    )
+                    let outcome = BatchStoreOutcome(
+                        versions: indices.map { entities[$0].entity.version },
+                        held: held,
+                        evicted: self.evictedVersions.withLock { $0[first.key] }
+                    )
+                    for (index, newest) in zip(indices, outcome.newest) { current[index] = newest }
+                    if let written = outcome.written { _ = try self.upsert(entities[indices[written]].entity, in: db) }
                 }
+                var checkpoints: [String: Int64] = [:]
+                for case let (_, checkpoint?) in entities {
+                    checkpoints[checkpoint.topic] = max(checkpoints[checkpoint.topic] ?? .min, checkpoint.seq)
+                }
+                for (topic, seq) in checkpoints { try Self.saveCheckpoint(topic, seq, in: db) }
+                return current
             }
             monitor.success(path)
             return current
