@@ -50,6 +50,14 @@ private struct Parser {
     let bytes: UnsafeRawBufferPointer
     var offset = 0
     var depth = 0
+    /// The members of the objects being read, innermost last (see `object()`).
+    var pendingMembers: [Member] = []
+
+    /// A member read, not yet in its object's dictionary (a struct: a tuple's metadata was looked up at run time).
+    struct Member {
+        var key: String
+        var value: JSONValue
+    }
 
     init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
@@ -103,13 +111,15 @@ private struct Parser {
     mutating func object() throws(JSONParseError) -> JSONValue {
         try enter()
         offset += 1
-        var members: [String: JSONValue] = [:]
         skipWhitespace()
         if offset < bytes.count, bytes[offset] == UInt8(ascii: "}") {
             offset += 1
             depth -= 1
-            return .object(members)
+            return .object([:])
         }
+        // The members are gathered on `pendingMembers` (a stack that nested objects use above this one's), then
+        // put in a dictionary made at their count: no growing it member by member (a rehash each time).
+        let base = pendingMembers.count
         while true {
             skipWhitespace()
             guard offset < bytes.count, bytes[offset] == UInt8(ascii: "\"") else { throw fail("expected a member name") }
@@ -117,9 +127,7 @@ private struct Parser {
             skipWhitespace()
             guard offset < bytes.count, bytes[offset] == UInt8(ascii: ":") else { throw fail("expected ':'") }
             offset += 1
-            let member = try value()
-            // A repeated name keeps its first value, as Foundation's `JSONDecoder` does.
-            if members[key] == nil { members[key] = member }
+            pendingMembers.append(Member(key: key, value: try value()))
             skipWhitespace()
             guard offset < bytes.count else { throw fail("expected ',' or '}'") }
             if bytes[offset] == UInt8(ascii: ",") {
@@ -127,6 +135,14 @@ private struct Parser {
             } else if bytes[offset] == UInt8(ascii: "}") {
                 offset += 1
                 depth -= 1
+                var members = [String: JSONValue](minimumCapacity: pendingMembers.count - base)
+                for index in base..<pendingMembers.count {
+                    let member = pendingMembers[index]
+                    // A repeated name keeps its first value, as Foundation's `JSONDecoder` does (one lookup for
+                    // a name not repeated).
+                    if let first = members.updateValue(member.value, forKey: member.key) { members[member.key] = first }
+                }
+                pendingMembers.removeLast(pendingMembers.count - base)
                 return .object(members)
             } else {
                 throw fail("expected ',' or '}'")

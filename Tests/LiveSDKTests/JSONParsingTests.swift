@@ -12,7 +12,7 @@ import Testing
         "{}", "[]", "null", "true", "false", "0", "-0", "12", "-12.5", "1e3", "1.5E-3", "2.5e+2", "123456789012345678",
         #"" a \"q\" \\ \/ \b\f\n\r\t""#, #""\u00e9\u4E2D\ud83d\ude00""#, "\"é中😀\"",
         #"{"a":[1,{"b":null}],"c":{"d":"e"},"f":[[],{}]}"#, " \n\t{ \"a\" : 1 , \"b\" : [ true , false ] } \r\n",
-        #"{"k":1,"k":2}"#,
+        #"{"k":1,"k":2}"#, #"{"a":{"x":1,"x":2,"y":{"z":1,"z":[{"w":1,"w":{}},{"v":[]}]},"u":true},"a":3,"b":{},"c":[{"d":1}]}"#,
     ]
 
     @Test(arguments: documents) func parsesAsJSONDecoderDoes(_ text: String) throws {
