@@ -44,7 +44,8 @@ struct Bench: AsyncParsableCommand {
     var manyObjects = "10000"
     @Flag(help: "Only the many-objects runs.") var manyObjectsOnly = false
     @Flag(help: "Skip the many-objects runs.") var skipManyObjects = false
-    @Flag(help: "Only the change-set computation figure (no processes started).") var changeSetsOnly = false
+    @Flag(help: "Only the in-process figures: a change set's computation and a realtime event's decoding (no processes started).")
+    var changeSetsOnly = false
     @Flag(help: "Only the many-updates run: --spread-objects objects, one token each, --spread-rate updates/s over them for --seconds.")
     var spreadOnly = false
     @Option(help: "Objects of the many-updates run.") var spreadObjects = 10_000
@@ -66,6 +67,7 @@ struct Bench: AsyncParsableCommand {
 
     func run() async throws {
         measureChangeSets()
+        measureRealtimeDecoding()
         if changeSetsOnly { return }
         var template = Array("/tmp/lgbench-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw BenchError("mkdtemp failed") }
@@ -183,6 +185,34 @@ struct Bench: AsyncParsableCommand {
             "change set for \(count) items (\(changes.deletions.count) deletions, \(changes.insertions.count) insertions, "
                 + "\(changes.modifications.count) modifications, \(changes.moves.count) moves): median \(String(format: "%.2f", runs[runs.count / 2])) ms "
                 + "over \(runs.count) runs"
+        )
+    }
+
+    /// The engine's decoding of one realtime event (what the load cloud sends for an update: a ~256-byte object),
+    /// in process: the part of an update's cost that is the parse and the reading of the parsed document.
+    func measureRealtimeDecoding() {
+        let padding = String(repeating: "x", count: max(0, payloadBytes - 40))
+        let messages = (0..<1_000).map { index in
+            #"{"entity":{"collection":"bench","createdAt":"2026-01-01T00:00:00.000Z","data":{"pad":"\#(padding)","t":\#(index)},"#
+                + #""deleted":false,"id":"o\#(index % 10)","updatedAt":"2026-01-01T00:00:00.000Z","version":\#(index + 1)},"#
+                + #""op":"event","seq":\#(index + 1),"topic":"object:bench/o\#(index % 10)"}"#
+        }
+        var runs: [Double] = []
+        var versions: Int64 = 0
+        for _ in 0..<20 {
+            let start = DispatchTime.now().uptimeNanoseconds
+            for _ in 0..<10 {
+                for message in messages {
+                    guard let decoded = try? CloudJSON.decodeRealtimeMessage(from: message) else { continue }
+                    versions &+= decoded.entity?.version ?? 0
+                }
+            }
+            runs.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e3 / Double(10 * messages.count))
+        }
+        runs.sort()
+        say(
+            "realtime event decoding (\(messages[0].utf8.count) bytes): median \(String(format: "%.2f", runs[runs.count / 2])) µs per event "
+                + "over \(runs.count) runs of \(10 * messages.count) (checksum \(versions))"
         )
     }
 
