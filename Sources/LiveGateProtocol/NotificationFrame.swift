@@ -67,7 +67,7 @@ public enum NotificationFrame {
     public static func body(_ body: ObjectChangedBody) throws -> ByteBuffer {
         guard body.error == nil else { return try encodedBody(body) }
         // The members in the order `SortedJSONEncoder` sorts them.
-        var writer = JSONWriter(capacity: 192)
+        var writer = JSONWriter(capacity: 512)
         writer.beginObject()
         writer.writeKey("dataStatus", first: true)
         writer.write(body.dataStatus.rawValue)
