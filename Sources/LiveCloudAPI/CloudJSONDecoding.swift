@@ -70,16 +70,27 @@ extension RealtimeServerMessage {
             case .string(let topicName) = members["topic"], let topic = Topic(topicName),
             let entity = members["entity"].flatMap(Entity.init(parsed:))
         else { return nil }
+        // `op`, `seq`, `topic` and `entity` are there; any other member is counted.
+        var read = 4
         var previous: JSONValue?
-        if let member = members["previous"], member != .null { previous = member }
-        var ref: Int64?
-        if let member = members["ref"], member != .null {
-            guard let integer = Self.exactInteger(member) else { return nil }
-            ref = integer
+        if let member = members["previous"] {
+            read += 1
+            if member != .null { previous = member }
         }
-        // Members an entity's event never has: left to `Decodable`, which checks them.
-        for key in ["code", "message", "streamMessage", "resync", "replayed"] where members[key].map({ $0 != .null }) ?? false {
-            return nil
+        var ref: Int64?
+        if let member = members["ref"] {
+            read += 1
+            if member != .null {
+                guard let integer = Self.exactInteger(member) else { return nil }
+                ref = integer
+            }
+        }
+        // Members an entity's event never has: left to `Decodable`, which checks them (looked for only when there
+        // are members besides those read).
+        if members.count > read {
+            for key in ["code", "message", "streamMessage", "resync", "replayed"] where members[key].map({ $0 != .null }) ?? false {
+                return nil
+            }
         }
         self.init(op: .event, ref: ref, seq: seq, topic: topic, entity: entity, previous: previous)
     }
