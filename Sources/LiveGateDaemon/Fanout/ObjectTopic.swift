@@ -36,6 +36,9 @@ final class ObjectTopic: Sendable {
         /// restarted, or the token's previous life ended, while the object changed), and a resync notice goes
         /// first.
         var checksSinceGap: Bool
+        /// Whether the deletion told since `sinceVersion` is counted in `sinceBaseline` already: told again (after
+        /// a resync notice, or a reload), it is the same deletion, not another version.
+        var countedSinceDeletion = false
         /// The version the token's client holds as far as this token told it: `sinceVersion`, one more for a
         /// deletion told since.
         var sinceBaseline: Int64?
@@ -72,7 +75,10 @@ final class ObjectTopic: Sendable {
             guard checksSinceGap, !change.resync else { return nil }
             guard let version = change.snapshot?.version else {
                 // A deletion (its own version, one more) or nothing known yet: the first snapshot decides.
-                if change.dataStatus == .notExist, change.loadingStatus == .loaded { sinceBaseline = sinceBaseline.map { $0 + 1 } }
+                if change.dataStatus == .notExist, change.loadingStatus == .loaded, !countedSinceDeletion {
+                    sinceBaseline = sinceBaseline.map { $0 + 1 }
+                    countedSinceDeletion = true
+                }
                 return nil
             }
             checksSinceGap = false
