@@ -40,6 +40,16 @@ import struct LiveGateProtocol.ObjectChangedBody
         )
     }
 
+    /// A change with any statuses, its snapshot (empty data) only when `version` is given.
+    func change(_ version: Int64?, _ status: DataStatus, _ loading: LoadingStatus, resync: Bool = false) -> LiveObjectChange {
+        LiveObjectChange(
+            snapshot: version.map { Entity(collection: "c", id: "o", version: $0, data: [:], createdAt: "c", updatedAt: "u") },
+            dataStatus: status,
+            loadingStatus: loading,
+            resync: resync
+        )
+    }
+
     func text(_ chunks: [ByteBuffer]) -> String { chunks.map { String(buffer: $0) }.joined() }
 
     /// A change's notification body, as the topic encodes it (a joining token's is encoded by the share).
@@ -138,14 +148,6 @@ import struct LiveGateProtocol.ObjectChangedBody
     /// told of a resync never heard that the refetch found the version it had, and stayed `loading`.)
     @Test(arguments: [false, true])
     func aReobservationToldSomethingHearsTheFullStateAfterIt(oneBatch: Bool) {
-        func change(_ version: Int64?, _ status: DataStatus, _ loading: LoadingStatus, resync: Bool = false) -> LiveObjectChange {
-            LiveObjectChange(
-                snapshot: version.map { Entity(collection: "c", id: "o", version: $0, data: [:], createdAt: "c", updatedAt: "u") },
-                dataStatus: status,
-                loadingStatus: loading,
-                resync: resync
-            )
-        }
         let nothingYet = change(nil, .notExist, .loading)
         let cached = change(5, .local, .loading)
         let resync = change(5, .fresh, .loading, resync: true)
@@ -185,14 +187,6 @@ import struct LiveGateProtocol.ObjectChangedBody
     /// before and after a resync notice it is the same deletion. Counted twice, the object's next snapshot (v8,
     /// v6 and v7 missed) came without the notice of the skip (the checker's seed 8423736574339).
     @Test func aDeletionToldAgainIsCountedOnceBeforeTheNextSnapshot() {
-        func change(_ version: Int64?, _ status: DataStatus, _ loading: LoadingStatus, resync: Bool = false) -> LiveObjectChange {
-            LiveObjectChange(
-                snapshot: version.map { Entity(collection: "c", id: "o", version: $0, data: [:], createdAt: "c", updatedAt: "u") },
-                dataStatus: status,
-                loadingStatus: loading,
-                resync: resync
-            )
-        }
         let deleted = change(nil, .notExist, .loaded)
         let resync = change(nil, .notExist, .loading, resync: true)
         let reloading = change(nil, .notExist, .loading)
