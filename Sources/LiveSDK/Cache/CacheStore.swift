@@ -400,13 +400,9 @@ final class CacheStore: Sendable {
                         continue
                     }
                     let first = entities[indices[0]].entity
-                    let held = try Int64.fetchOne(
-                        db.cachedStatement(sql: "SELECT version FROM entity WHERE collection = ? AND id = ?"),
-                        arguments: [first.collection, first.id]
-                    )
                     let outcome = BatchStoreOutcome(
                         versions: indices.map { entities[$0].entity.version },
-                        held: held,
+                        held: try Self.heldVersion(of: first, in: db),
                         evicted: self.evictedVersions.withLock { $0[first.key] }
                     )
                     for (index, newest) in zip(indices, outcome.newest) { current[index] = newest }
@@ -432,11 +428,15 @@ final class CacheStore: Sendable {
         if try upsert(entity, in: db) { return true }
         if let evicted = evictedVersions.withLock({ $0[entity.key] }), entity.version < evicted { return false }
         // Not stored: the cache holds this version already (the same write heard on another topic), or a newer one.
-        let held = try Int64.fetchOne(
+        return try (Self.heldVersion(of: entity, in: db) ?? 0) <= entity.version
+    }
+
+    /// The version of `entity`'s object the cache holds, if any.
+    private static func heldVersion(of entity: Entity, in db: Database) throws -> Int64? {
+        try Int64.fetchOne(
             db.cachedStatement(sql: "SELECT version FROM entity WHERE collection = ? AND id = ?"),
             arguments: [entity.collection, entity.id]
         )
-        return (held ?? 0) <= entity.version
     }
 
     /// The sequence number up to which the cache holds every event of `topic`, if it was recorded.
