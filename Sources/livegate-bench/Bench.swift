@@ -191,11 +191,10 @@ struct Bench: AsyncParsableCommand {
     /// The engine's decoding of one realtime event (what the load cloud sends for an update: a ~256-byte object),
     /// in process: the part of an update's cost that is the parse and the reading of the parsed document.
     func measureRealtimeDecoding() {
-        let padding = String(repeating: "x", count: max(0, payloadBytes - 40))
-        let messages = (0..<1_000).map { index in
-            #"{"entity":{"collection":"bench","createdAt":"2026-01-01T00:00:00.000Z","data":{"pad":"\#(padding)","t":\#(index)},"#
-                + #""deleted":false,"id":"o\#(index % 10)","updatedAt":"2026-01-01T00:00:00.000Z","version":\#(index + 1)},"#
-                + #""op":"event","seq":\#(index + 1),"topic":"object:bench/o\#(index % 10)"}"#
+        let cloud = LoadCloud(payloadBytes: payloadBytes)
+        let messages = (0..<1_000).map { (index: Int) -> String in
+            let version = Int64(index + 1)
+            return cloud.eventText(id: "o\(index % 10)", version: version, seq: version, t: UInt64(index))
         }
         var runs: [Double] = []
         var versions: Int64 = 0

@@ -30,6 +30,11 @@ final class LoadCloud: Sendable {
         padding = String(repeating: "x", count: max(0, payloadBytes - 40))
     }
 
+    /// The realtime event of a new version of `bench/<id>` (what ``publish(id:)`` sends).
+    func eventText(id: String, version: Int64, seq: Int64, t: UInt64) -> String {
+        #"{"entity":\#(entityJSON(id: id, version: version, t: t)),"op":"event","seq":\#(seq),"topic":"object:bench/\#(id)"}"#
+    }
+
     /// The entity's JSON, with `t` = 0 for reads (so readers can tell them from timed events).
     private func entityJSON(id: String, version: Int64, t: UInt64) -> String {
         #"{"collection":"bench","createdAt":"2026-01-01T00:00:00.000Z","data":{"pad":"\#(padding)","t":\#(t)},"deleted":false,"#
@@ -127,7 +132,7 @@ final class LoadCloud: Sendable {
             state.seq += 1
             let version = (state.versions[id] ?? 1) + 1
             state.versions[id] = version
-            let text = #"{"entity":\#(entityJSON(id: id, version: version, t: t)),"op":"event","seq":\#(state.seq),"topic":"object:bench/\#(id)"}"#
+            let text = eventText(id: id, version: version, seq: state.seq, t: t)
             for sink in state.subscribers.values { sink.yield(text) }
         }
         return t
