@@ -51,13 +51,15 @@ public enum CloudJSON {
 }
 
 extension CloudJSON {
-    /// A realtime message from the cloud: ``decode(_:from:)-(_,String)`` with the document parsed once, and an
-    /// entity's event (nearly every message) built straight from the parsed value instead of through
-    /// `Decodable`, which cost as much again as the parse. Anything the direct path does not take exactly as
-    /// `Decodable` would (a member missing or of another type, a number not an exact integer) goes the general
-    /// way, with its errors.
+    /// A realtime message from the cloud. An entity's event (nearly every message) is read from its text member by
+    /// member (``RealtimeServerMessage/init(readingEntityEvent:)``: no dictionaries for the envelope and the
+    /// entity). What that reader declines is parsed once (``decode(_:from:)-(_,String)``), an entity's event built
+    /// straight from the parsed value instead of through `Decodable`, which cost as much again as the parse.
+    /// Anything neither direct path takes exactly as `Decodable` would (a member missing or of another type, a
+    /// number not an exact integer) goes the general way, with its errors.
     public static func decodeRealtimeMessage(from text: String) throws -> RealtimeServerMessage {
-        try decode(RealtimeServerMessage.self, from: Array(text.utf8), direct: RealtimeServerMessage.init(entityEvent:))
+        if let event = RealtimeServerMessage(readingEntityEvent: text) { return event }
+        return try decode(RealtimeServerMessage.self, from: Array(text.utf8), direct: RealtimeServerMessage.init(entityEvent:))
     }
 }
 
@@ -97,8 +99,8 @@ extension RealtimeServerMessage {
 
     /// An integer as ``JSONValueDecoder`` takes one: exact, within 2^53.
     static func exactInteger(_ value: JSONValue) -> Int64? {
-        guard case .number(let number) = value, number.rounded() == number, abs(number) <= 9_007_199_254_740_992 else { return nil }
-        return Int64(exactly: number)
+        guard case .number(let number) = value else { return nil }
+        return exactInteger(number)
     }
 }
 

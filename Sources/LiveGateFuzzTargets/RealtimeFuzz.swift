@@ -4,9 +4,9 @@ import Foundation
 import LiveCloudAPI
 import LiveJSON
 
-/// A message of the cloud's realtime socket through the decoders the engine uses (an entity's event read
-/// directly, LiveJSON's `Decodable`, then Foundation's for what it refuses, but for nesting too deep:
-/// ``CloudJSON``). Must hold: none crashes, and where they decode, they agree.
+/// A message of the cloud's realtime socket through the decoders the engine uses (an entity's event read member
+/// by member from its text, or directly from its parse, LiveJSON's `Decodable`, then Foundation's for what it
+/// refuses, but for nesting too deep: ``CloudJSON``). Must hold: none crashes, and where they decode, they agree.
 enum RealtimeFuzz {
     static func run(_ bytes: [UInt8]) throws(FuzzViolation) {
         guard let text = String(validating: bytes, as: UTF8.self) else { return }

@@ -45,8 +45,8 @@ extension JSONValue {
     }
 }
 
-/// A recursive-descent parser over UTF-8 bytes in place.
-private struct Parser {
+/// A recursive-descent parser over UTF-8 bytes in place (``JSONReader`` reads with it too).
+struct Parser {
     let bytes: UnsafeRawBufferPointer
     var offset = 0
     var depth = 0
