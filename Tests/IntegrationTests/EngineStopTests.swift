@@ -8,9 +8,8 @@ import Testing
 
 @testable import LiveSDK
 
-/// What the engine leaves in its cache when it stops: the realtime checkpoints not yet due (at most one per
-/// 64 events or per second and topic while running) are written then, so that the next run resumes from the
-/// last event it saw.
+/// What the engine leaves in its cache when it stops: the realtime checkpoint of the last event it saw (each
+/// event's is written with its object, in the object's row), so that the next run resumes from there.
 @Suite(.serialized) struct EngineStopTests {
     @Test func aStoppedEngineLeavesItsLastCheckpointInTheCache() async throws {
         let cluster = try await TestCluster.start()
@@ -23,7 +22,7 @@ import Testing
             let changes = Received<LiveObjectChange>()
             let observation = await engine.object(collection: "posts", id: "p1").observe { changes.add($0) }
             try await changes.wait(for: "fresh v1") { $0.last?.dataStatus == .fresh }
-            // Three events within a second: the first is checkpointed at once, the other two are not due yet.
+            // Three events within a second, each checkpointed with its object.
             for n in 2...4 { try await cluster.put("posts", "p1", ["n": .number(Double(n))], token: token) }
             try await changes.wait(for: "v4") { $0.last?.snapshot?.version == 4 }
             lastSeen = await engine.realtime.lastSeq(of: .object(EntityKey(collection: "posts", id: "p1")))
@@ -39,9 +38,9 @@ import Testing
             ),
             logger: Logger(label: "engine-test")
         )
-        let stored = try await next.cache.checkpoint("object:posts/p1")
+        let stored = try await next.cache.checkpoint(.object(EntityKey(collection: "posts", id: "p1")))
         await next.close()
-        #expect(stored == seq, "the checkpoint of the last event seen (\(seq)), written when the engine stopped")
+        #expect(stored == seq, "the checkpoint of the last event seen (\(seq))")
     }
 
     @Test func aStoppedEnginesCacheIsOneFileWithAnEmptyWAL() async throws {

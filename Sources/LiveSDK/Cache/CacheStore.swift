@@ -167,6 +167,11 @@ final class CacheStore: Sendable {
                 table.primaryKey(["collection", "id"])
             }
         }
+        migrator.registerMigration("v9-entity-topic-seq") { db in
+            // The checkpoint of the object's own topic, kept in its row: written with the object, on a page the
+            // write dirties anyway (a `checkpoint` row each was a second page in the WAL per realtime event).
+            try db.alter(table: "entity") { table in table.add(column: "topicSeq", .integer) }
+        }
         return migrator
     }
 
@@ -235,6 +240,7 @@ final class CacheStore: Sendable {
 
     /// The entity table's columns, in the order ``entity(from:)`` reads them.
     static let entityColumns = "collection, id, version, data, createdAt, updatedAt, deleted"
+    static let entityColumnCount = 7
 
     /// An entity from a row of ``entityColumns``: the columns by position (by name, each is a case-insensitive
     /// lookup) and the data's JSON parsed from the row's bytes.
@@ -270,12 +276,13 @@ final class CacheStore: Sendable {
         }
     }
 
-    /// The cached copies of `keys` (their access time recorded, as ``entity(_:)`` does) and the checkpoints
-    /// of `topics` (in their order), in one transaction: what a burst of new observations starts from.
-    func starts(of keys: [EntityKey], topics: [String]) async throws(LiveError) -> (entities: [EntityKey: Entity], checkpoints: [Int64?]) {
+    /// The cached copies of `keys` (their access time recorded, as ``entity(_:)`` does) and the checkpoints of
+    /// their object topics (in their order), in one transaction: what a burst of new observations starts from.
+    func starts(of keys: [EntityKey]) async throws(LiveError) -> (entities: [EntityKey: Entity], checkpoints: [Int64?]) {
         do {
             return try await pool.write { db in
                 var entities: [EntityKey: Entity] = [:]
+                var rowCheckpoints: [EntityKey: Int64] = [:]
                 let now = Date().timeIntervalSince1970
                 entities.reserveCapacity(keys.count)
                 for (collection, keys) in Dictionary(grouping: keys, by: \.collection) {
@@ -284,20 +291,26 @@ final class CacheStore: Sendable {
                         let ids = keys[start..<min(start + 500, keys.count)].map(\.id)
                         let marks = Array(repeating: "?", count: ids.count).joined(separator: ",")
                         let arguments = StatementArguments([collection] + ids)
-                        // The rows read in place, not copied.
+                        // The rows read in place, not copied; the topic's checkpoint after the entity's columns.
                         let rows = try Row.fetchCursor(
-                            db.cachedStatement(sql: "SELECT \(Self.entityColumns) FROM entity WHERE collection = ? AND id IN (\(marks))"),
+                            db.cachedStatement(
+                                sql: "SELECT \(Self.entityColumns), topicSeq FROM entity WHERE collection = ? AND id IN (\(marks))"
+                            ),
                             arguments: arguments
                         )
                         while let row = try rows.next() {
                             let entity = try Self.entity(from: row)
                             entities[entity.key] = entity
+                            if let seq = row[Self.entityColumnCount] as Int64? { rowCheckpoints[entity.key] = seq }
                         }
                         try db.cachedStatement(sql: "UPDATE entity SET lastAccess = ? WHERE collection = ? AND id IN (\(marks))")
                             .execute(arguments: [now] + arguments)
                     }
                 }
-                var checkpoints: [String: Int64] = [:]
+                // Checkpoints kept apart from a row: of an object the cloud did not have when fetched, or written by
+                // a version before `v9-entity-topic-seq`.
+                var tableCheckpoints: [String: Int64] = [:]
+                let topics = keys.map { Topic.object($0).description }
                 for start in stride(from: 0, to: topics.count, by: 500) {
                     let chunk = Array(topics[start..<min(start + 500, topics.count)])
                     let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
@@ -306,27 +319,31 @@ final class CacheStore: Sendable {
                         sql: "SELECT topic, seq FROM checkpoint WHERE topic IN (\(marks))",
                         arguments: StatementArguments(chunk)
                     ) {
-                        checkpoints[row["topic"]] = row["seq"]
+                        tableCheckpoints[row["topic"]] = row["seq"]
                     }
                 }
-                return (entities, topics.map { checkpoints[$0] })
+                let checkpoints = zip(keys, topics).map { key, topic in Self.later(rowCheckpoints[key], tableCheckpoints[topic]) }
+                return (entities, checkpoints)
             }
         } catch {
             throw monitor.failure(error, doing: "reading \(keys.count) objects from the cache", path: path)
         }
     }
 
+    /// The later of two checkpoints of one topic (either may be missing).
+    private static func later(_ a: Int64?, _ b: Int64?) -> Int64? {
+        guard let a else { return b }
+        guard let b else { return a }
+        return max(a, b)
+    }
+
     /// Stores `entity` unless the cache already holds the same or a higher version. Returns whether it stored.
     /// With `checkpoint`, also records in the same transaction that the cache holds every event of that
     /// topic up to that sequence number (where a restarted engine resumes from).
     @discardableResult
-    func store(_ entity: Entity, checkpoint: (topic: String, seq: Int64)? = nil) async throws(LiveError) -> Bool {
+    func store(_ entity: Entity, checkpoint: (topic: Topic, seq: Int64)? = nil) async throws(LiveError) -> Bool {
         do {
-            let stored = try await pool.write { db in
-                let stored = try self.upsert(entity, in: db)
-                if let checkpoint { try Self.saveCheckpoint(checkpoint.topic, checkpoint.seq, in: db) }
-                return stored
-            }
+            let stored = try await pool.write { db in try self.store(entity, checkpoint: checkpoint, in: db) }
             monitor.success(path)
             return stored
         } catch {
@@ -338,7 +355,7 @@ final class CacheStore: Sendable {
     /// object topic as of the fetch.
     struct Fetched: Sendable {
         var entity: Entity?
-        var checkpoint: (topic: String, seq: Int64)?
+        var checkpoint: (topic: Topic, seq: Int64)?
     }
 
     /// Stores many fetches' outcomes in one transaction (as ``store(_:checkpoint:)`` does each, and
@@ -348,8 +365,11 @@ final class CacheStore: Sendable {
         do {
             try await pool.write { db in
                 for item in fetched {
-                    if let entity = item.entity { _ = try self.upsert(entity, in: db) }
-                    if let checkpoint = item.checkpoint { try Self.saveCheckpoint(checkpoint.topic, checkpoint.seq, in: db) }
+                    if let entity = item.entity {
+                        _ = try self.store(entity, checkpoint: item.checkpoint, in: db)
+                    } else if let checkpoint = item.checkpoint {
+                        try Self.saveCheckpoint(checkpoint.topic, checkpoint.seq, in: db)
+                    }
                 }
             }
             monitor.success(path)
@@ -364,13 +384,9 @@ final class CacheStore: Sendable {
     /// Returns whether `entity` is the newest copy the cache knows (stored now, or the same version held
     /// already); `false` when the cache holds a newer one.
     @discardableResult
-    func storeNow(_ entity: Entity, checkpoint: (topic: String, seq: Int64)? = nil) throws(LiveError) -> Bool {
+    func storeNow(_ entity: Entity, checkpoint: (topic: Topic, seq: Int64)? = nil) throws(LiveError) -> Bool {
         do {
-            let current = try pool.write { db in
-                let current = try self.storeNewest(entity, in: db)
-                if let checkpoint { try Self.saveCheckpoint(checkpoint.topic, checkpoint.seq, in: db) }
-                return current
-            }
+            let current = try pool.write { db in try self.storeNewest(entity, checkpoint: checkpoint, in: db) }
             monitor.success(path)
             return current
         } catch {
@@ -385,8 +401,8 @@ final class CacheStore: Sendable {
     /// the newest version the batch leaves in the cache; the answers for its earlier events are worked out as
     /// the writes one by one would give them (``BatchStoreOutcome``). Nothing reads between the writes of one
     /// transaction, so what it commits is the same. Checkpoints never move back, so each topic's highest is the
-    /// one saved.
-    func storeNow(_ entities: [(entity: Entity, checkpoint: (topic: String, seq: Int64)?)]) throws(LiveError) -> [Bool] {
+    /// one saved (an object's own topic's in the row written, if one is).
+    func storeNow(_ entities: [(entity: Entity, checkpoint: (topic: Topic, seq: Int64)?)]) throws(LiveError) -> [Bool] {
         guard !entities.isEmpty else { return [] }
         do {
             let current = try pool.write { db in
@@ -394,25 +410,35 @@ final class CacheStore: Sendable {
                 var occurrences: [EntityKey: [Int]] = [:]
                 occurrences.reserveCapacity(entities.count)
                 for (index, item) in entities.enumerated() { occurrences[item.entity.key, default: []].append(index) }
+                var otherCheckpoints: [Topic: Int64] = [:]
                 for indices in occurrences.values {
+                    let first = entities[indices[0]].entity
+                    // The highest checkpoint of the object's own topic among its events; any other topic's apart.
+                    var ownCheckpoint: (topic: Topic, seq: Int64)?
+                    for case let checkpoint? in indices.map({ entities[$0].checkpoint }) {
+                        if checkpoint.topic == .object(first.key) {
+                            ownCheckpoint = (checkpoint.topic, max(ownCheckpoint?.seq ?? .min, checkpoint.seq))
+                        } else {
+                            otherCheckpoints[checkpoint.topic] = max(otherCheckpoints[checkpoint.topic] ?? .min, checkpoint.seq)
+                        }
+                    }
                     guard indices.count > 1 else {
-                        current[indices[0]] = try self.storeNewest(entities[indices[0]].entity, in: db)
+                        current[indices[0]] = try self.storeNewest(first, checkpoint: ownCheckpoint, in: db)
                         continue
                     }
-                    let first = entities[indices[0]].entity
                     let outcome = BatchStoreOutcome(
                         versions: indices.map { entities[$0].entity.version },
                         held: try Self.heldVersion(of: first, in: db),
                         evicted: self.evictedVersions.withLock { $0[first.key] }
                     )
                     for (index, newest) in zip(indices, outcome.newest) { current[index] = newest }
-                    if let written = outcome.written { _ = try self.upsert(entities[indices[written]].entity, in: db) }
+                    if let written = outcome.written {
+                        _ = try self.store(entities[indices[written]].entity, checkpoint: ownCheckpoint, in: db)
+                    } else if let ownCheckpoint {
+                        try Self.saveCheckpoint(ownCheckpoint.topic, ownCheckpoint.seq, in: db)
+                    }
                 }
-                var checkpoints: [String: Int64] = [:]
-                for case let (_, checkpoint?) in entities {
-                    checkpoints[checkpoint.topic] = max(checkpoints[checkpoint.topic] ?? .min, checkpoint.seq)
-                }
-                for (topic, seq) in checkpoints { try Self.saveCheckpoint(topic, seq, in: db) }
+                for (topic, seq) in otherCheckpoints { try Self.saveCheckpoint(topic, seq, in: db) }
                 return current
             }
             monitor.success(path)
@@ -424,8 +450,8 @@ final class CacheStore: Sendable {
 
     /// Writes `entity` in `db` unless it holds the same or a higher version, or evicted a higher one; returns
     /// whether `entity` is then the newest copy known (stored now, or the same version held already).
-    private func storeNewest(_ entity: Entity, in db: Database) throws -> Bool {
-        if try upsert(entity, in: db) { return true }
+    private func storeNewest(_ entity: Entity, checkpoint: (topic: Topic, seq: Int64)?, in db: Database) throws -> Bool {
+        if try store(entity, checkpoint: checkpoint, in: db) { return true }
         if let evicted = evictedVersions.withLock({ $0[entity.key] }), entity.version < evicted { return false }
         // Not stored: the cache holds this version already (the same write heard on another topic), or a newer one.
         return try (Self.heldVersion(of: entity, in: db) ?? 0) <= entity.version
@@ -440,16 +466,25 @@ final class CacheStore: Sendable {
     }
 
     /// The sequence number up to which the cache holds every event of `topic`, if it was recorded.
-    func checkpoint(_ topic: String) async throws(LiveError) -> Int64? {
+    func checkpoint(_ topic: Topic) async throws(LiveError) -> Int64? {
         do {
-            return try await pool.read { db in try Int64.fetchOne(db, sql: "SELECT seq FROM checkpoint WHERE topic = ?", arguments: [topic]) }
+            return try await pool.read { db in
+                let table = try Int64.fetchOne(db, sql: "SELECT seq FROM checkpoint WHERE topic = ?", arguments: [topic.description])
+                guard case .object(let key) = topic else { return table }
+                let row = try Int64.fetchOne(
+                    db,
+                    sql: "SELECT topicSeq FROM entity WHERE collection = ? AND id = ?",
+                    arguments: [key.collection, key.id]
+                )
+                return Self.later(row, table)
+            }
         } catch {
             throw monitor.failure(error, doing: "reading a checkpoint from the cache", path: path)
         }
     }
 
     /// Records that the cache holds every event of `topic` up to `seq` (never moves back).
-    func saveCheckpoint(_ topic: String, _ seq: Int64) async throws(LiveError) {
+    func saveCheckpoint(_ topic: Topic, _ seq: Int64) async throws(LiveError) {
         do {
             try await pool.write { db in try Self.saveCheckpoint(topic, seq, in: db) }
             monitor.success(path)
@@ -458,22 +493,39 @@ final class CacheStore: Sendable {
         }
     }
 
-    private static func saveCheckpoint(_ topic: String, _ seq: Int64, in db: Database) throws {
-        // A cached (prepared once) statement: a realtime event of an object topic brings one when its checkpoint
-        // is due, which is every event of the first second for many distinct objects (compiling it each time was a
-        // tenth of the engine's work at 20,000 updates/s over 10,000 objects).
+    /// An object topic's checkpoint goes in the object's row when the cache holds it (``upsert(_:topicSeq:in:)``
+    /// writes it with the object itself); any other, or one of an object not held, in the `checkpoint` table.
+    private static func saveCheckpoint(_ topic: Topic, _ seq: Int64, in db: Database) throws {
+        if case .object(let key) = topic {
+            // Cached (prepared once) statements: a realtime event of an object topic brings a checkpoint, and this
+            // runs for those whose object was not written with it (the same version heard on its collection's topic
+            // first). The row is written even when its checkpoint is later: `changesCount` then says it is there.
+            try db.cachedStatement(
+                sql: "UPDATE entity SET topicSeq = CASE WHEN topicSeq >= ?1 THEN topicSeq ELSE ?1 END WHERE collection = ?2 AND id = ?3"
+            ).execute(arguments: [seq, key.collection, key.id])
+            if db.changesCount > 0 { return }
+        }
         try db.cachedStatement(
             sql:
                 "INSERT INTO checkpoint (topic, seq) VALUES (?, ?) ON CONFLICT (topic) DO UPDATE SET seq = excluded.seq WHERE excluded.seq > checkpoint.seq"
-        ).execute(arguments: [topic, seq])
+        ).execute(arguments: [topic.description, seq])
+    }
+
+    /// ``upsert(_:topicSeq:in:)`` with the checkpoint in the object's row when it is of the object's own topic and
+    /// the object is written; otherwise saved apart (``saveCheckpoint(_:_:in:)``). Returns whether it wrote.
+    private func store(_ entity: Entity, checkpoint: (topic: Topic, seq: Int64)?, in db: Database) throws -> Bool {
+        let own = checkpoint.flatMap { $0.topic == .object(entity.key) ? $0.seq : nil }
+        let stored = try upsert(entity, topicSeq: own, in: db)
+        if let checkpoint, !(stored && own != nil) { try Self.saveCheckpoint(checkpoint.topic, checkpoint.seq, in: db) }
+        return stored
     }
 
     /// Every store of an entity goes through here: the static ``upsert(_:in:)`` unless the cache evicted a higher
     /// version of it (see `evictedVersions`). Returns whether it wrote.
-    func upsert(_ entity: Entity, in db: Database) throws -> Bool {
+    func upsert(_ entity: Entity, topicSeq: Int64? = nil, in db: Database) throws -> Bool {
         let evicted = evictedVersions.withLock { $0[entity.key] }
         if let evicted, entity.version < evicted { return false }
-        guard try Self.upsert(entity, in: db) else { return false }
+        guard try Self.upsert(entity, topicSeq: topicSeq, in: db) else { return false }
         // The cache holds the object again, at that version or later: it remembers the version itself.
         if evicted != nil {
             try db.execute(sql: "DELETE FROM evictedVersion WHERE collection = ? AND id = ?", arguments: [entity.collection, entity.id])
@@ -482,8 +534,10 @@ final class CacheStore: Sendable {
         return true
     }
 
-    /// Writes `entity` in `db` unless it holds the same or a higher version; returns whether it wrote.
-    static func upsert(_ entity: Entity, in db: Database) throws -> Bool {
+    /// Writes `entity` in `db` unless it holds the same or a higher version; returns whether it wrote. With
+    /// `topicSeq`, the row records that the cache holds every event of the object's topic up to it (its
+    /// checkpoint, which never moves back; an object written without one keeps the one it had).
+    static func upsert(_ entity: Entity, topicSeq: Int64? = nil, in db: Database) throws -> Bool {
         // The text `JSONEncoder` with `.sortedKeys` writes, written directly (this runs for every realtime event).
         var writer = JSONWriter(escapesSlashes: true)
         try writer.write(entity.data)
@@ -491,17 +545,19 @@ final class CacheStore: Sendable {
         // A cached (prepared once) statement: this runs for every realtime event.
         try db.cachedStatement(
             sql: """
-                INSERT INTO entity (collection, id, version, data, createdAt, updatedAt, deleted, lastAccess)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO entity (collection, id, version, data, createdAt, updatedAt, deleted, lastAccess, topicSeq)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (collection, id) DO UPDATE SET
                     version = excluded.version, data = excluded.data, createdAt = excluded.createdAt,
-                    updatedAt = excluded.updatedAt, deleted = excluded.deleted, lastAccess = excluded.lastAccess
+                    updatedAt = excluded.updatedAt, deleted = excluded.deleted, lastAccess = excluded.lastAccess,
+                    topicSeq = CASE WHEN entity.topicSeq >= excluded.topicSeq OR excluded.topicSeq IS NULL
+                        THEN entity.topicSeq ELSE excluded.topicSeq END
                 WHERE excluded.version > entity.version
                 """
         ).execute(
             arguments: [
                 entity.collection, entity.id, entity.version, text, entity.createdAt, entity.updatedAt,
-                entity.deleted, Date().timeIntervalSince1970,
+                entity.deleted, Date().timeIntervalSince1970, topicSeq,
             ]
         )
         return db.changesCount > 0

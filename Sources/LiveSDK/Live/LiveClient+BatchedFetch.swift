@@ -22,7 +22,7 @@ extension LiveClient {
 
     struct FetchWaiter {
         let key: EntityKey
-        let checkpoint: (topic: String, seq: Int64)?
+        let checkpoint: (topic: Topic, seq: Int64)?
         let continuation: CheckedContinuation<FetchOutcome, Never>
     }
 
@@ -33,7 +33,7 @@ extension LiveClient {
     /// Cancelling the waiting task ends its wait (the batch goes on for the others).
     func batchedFetch(
         _ key: EntityKey,
-        checkpoint: (topic: String, seq: Int64)?
+        checkpoint: (topic: Topic, seq: Int64)?
     ) async throws(LiveError) -> (entity: Entity?, readAt: Int64?, storeFailure: LiveError?) {
         nextFetchWaiter += 1
         let id = nextFetchWaiter
@@ -107,7 +107,7 @@ extension LiveClient {
                     batch.compactMap { _, key, checkpoint in
                         guard case .success(let entity) = results[key] else { return nil }
                         // A read without a baseline is as of its own seq: the next run resumes the topic from it.
-                        let asOfRead = readAt.map { (topic: Topic.object(key).description, seq: $0) }
+                        let asOfRead = readAt.map { (topic: Topic.object(key), seq: $0) }
                         return CacheStore.Fetched(entity: entity, checkpoint: checkpoint ?? asOfRead)
                     }
                 )

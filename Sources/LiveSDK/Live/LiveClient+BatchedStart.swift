@@ -91,7 +91,7 @@ extension LiveClient {
             for waiter in batch { for key in waiter.keys where seen.insert(key).inserted { keys.append(key) } }
             let outcome: Result<[EntityKey: ObservationStart], LiveError>
             do {
-                let read = try await cache.starts(of: keys, topics: keys.map { Topic.object($0).description })
+                let read = try await cache.starts(of: keys)
                 let pending = Dictionary(grouping: try await outbox.entries(), by: \.key)
                 var starts: [EntityKey: ObservationStart] = Dictionary(minimumCapacity: keys.count)
                 for (index, key) in keys.enumerated() {

@@ -147,9 +147,6 @@ public actor LiveClient {
     var heldDuringWrite: [(seq: Int64, topic: Topic, entity: Entity, previous: JSONValue?)] = []
     /// Objects whose subscription resumed from a checkpoint, until its replay is over.
     var awaitingCatchUp: Set<EntityKey> = []
-    /// Checkpoints per object topic: the last written (and when), and newer ones not written yet.
-    var checkpointsWritten: [Topic: (seq: Int64, at: ContinuousClock.Instant)] = [:]
-    var checkpointsUnwritten: [Topic: Int64] = [:]
     let outboxSignal: AsyncStream<Void>.Continuation
     let outboxSignals: AsyncStream<Void>
     /// The cache's size bound, and when its eviction passes run (``EvictionPacing``); `nil`: no bound.
@@ -254,8 +251,8 @@ public actor LiveClient {
             group.cancelAll()
         }
         // In a task of its own: this one was cancelled to stop the engine, and the cache refuses to start a
-        // write in a cancelled task (the checkpoints not yet due were lost at every stop).
-        await Task { await self.flushCheckpoints() }.value
+        // write in a cancelled task (the windows' checkpoints were lost at every stop).
+        await Task { await self.storeCollectionWindows() }.value
     }
 
     /// Closes the cache and the outbox. Call after ``run()`` has returned.
@@ -379,7 +376,7 @@ public actor LiveClient {
             checkpoint = read  // read with the observation's start
         } else {
             do {
-                checkpoint = try await cache.checkpoint(topic.description)
+                checkpoint = try await cache.checkpoint(topic)
             } catch {
                 logger.error("reading a checkpoint failed", metadata: ["key": "\(key)", "error": "\(error)"])
             }
@@ -429,7 +426,7 @@ public actor LiveClient {
                 // Every event up to the subscription's last seen sequence number is committed before the fetch
                 // reads: the fetched state holds them all, so the cache can say so.
                 let baseline = await realtime.lastSeq(of: .object(key))
-                let checkpoint = baseline.map { (topic: Topic.object(key).description, seq: $0) }
+                let checkpoint = baseline.map { (topic: Topic.object(key), seq: $0) }
                 // Stored in the cache with its checkpoint by the fetch, with the rest of its batch.
                 let (entity, readAt, storeFailure) = try await batchedFetch(key, checkpoint: checkpoint)
                 if let storeFailure {
@@ -544,10 +541,10 @@ public actor LiveClient {
             changes.append((seq, topic, entity, previous))
         }
         let held = changes.map { writeInFlight == $0.entity.key }
-        var stores: [(entity: Entity, checkpoint: (topic: String, seq: Int64)?)] = []
+        var stores: [(entity: Entity, checkpoint: (topic: Topic, seq: Int64)?)] = []
         stores.reserveCapacity(changes.count)
         for (change, isHeld) in zip(changes, held) where !isHeld {
-            stores.append((change.entity, checkpointDue(change.topic, change.seq)))
+            stores.append((change.entity, Self.checkpoint(change.topic, change.seq)))
         }
         var newest = [Bool](repeating: true, count: stores.count)
         do {
@@ -629,7 +626,7 @@ public actor LiveClient {
         // is already live. An older copy places nothing in a window (it would show an item that went back).
         var newest = true
         do {
-            newest = try cache.storeNow(entity, checkpoint: checkpointDue(topic, seq))
+            newest = try cache.storeNow(entity, checkpoint: Self.checkpoint(topic, seq))
         } catch {
             logCacheFailure(error, ["key": "\(entity.key)"])
         }
@@ -658,34 +655,12 @@ public actor LiveClient {
         }
     }
 
-    /// The checkpoint to write with an event's entity, if one is due: at most every 64 events or every second
-    /// per object topic (a checkpoint is a floor: an older one only means a longer replay after a restart),
-    /// and the rest when the engine stops (``flushCheckpoints()``). Writing one per event cost a third of
-    /// the daemon's fan-out rate at 100 subscribers.
-    private func checkpointDue(_ topic: Topic, _ seq: Int64) -> (topic: String, seq: Int64)? {
+    /// The checkpoint an event's entity is stored with: its object topic's, at every event (it goes in the object's
+    /// row, which the event writes anyway: ``CacheStore/upsert(_:topicSeq:in:)``). A collection topic's events
+    /// are checkpointed with their windows instead.
+    private static func checkpoint(_ topic: Topic, _ seq: Int64) -> (topic: Topic, seq: Int64)? {
         guard case .object = topic else { return nil }
-        let now = ContinuousClock.now
-        if let written = checkpointsWritten[topic], seq - written.seq < 64, now - written.at < .seconds(1) {
-            checkpointsUnwritten[topic] = seq
-            return nil
-        }
-        checkpointsWritten[topic] = (seq, now)
-        checkpointsUnwritten[topic] = nil
-        return (topic.description, seq)
-    }
-
-    /// Writes the checkpoints that were not due yet.
-    func flushCheckpoints() async {
-        await storeCollectionWindows()
-        let unwritten = checkpointsUnwritten
-        checkpointsUnwritten.removeAll()
-        for (topic, seq) in unwritten {
-            do {
-                try await cache.saveCheckpoint(topic.description, seq)
-            } catch {
-                logger.error("writing a checkpoint failed", metadata: ["topic": "\(topic)", "error": "\(error)"])
-            }
-        }
+        return (topic, seq)
     }
 
     /// Counts stores into the cache toward its size bound, and asks for an eviction pass when one is due
