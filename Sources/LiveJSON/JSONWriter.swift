@@ -106,18 +106,23 @@ public struct JSONWriter {
     public mutating func write(_ string: String) {
         bytes.append(UInt8(ascii: "\""))
         var string = string
-        // `"` again when slashes are not escaped: one comparison fewer per byte in the common case below.
+        // `"` again when slashes are not escaped: the scan looks for nothing more.
         let slash = escapesSlashes ? UInt8(ascii: "/") : UInt8(ascii: "\"")
         string.withUTF8 { utf8 in
+            let raw = UnsafeRawBufferPointer(utf8)
             var start = 0
-            for (index, byte) in utf8.enumerated() {
-                // Nearly every byte is written as it is: runs of them are appended at once.
-                if byte >= 0x20, byte != UInt8(ascii: "\""), byte != UInt8(ascii: "\\"), byte != slash { continue }
+            while true {
+                // Nearly every byte is written as it is: runs of them, found eight bytes at a time, appended at once.
+                let index = StringByteScan.firstFlagged(in: raw, from: start, extra: slash).index
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<index]))
+                guard index < utf8.count else { break }
+                let byte = utf8[index]
+                start = index + 1
                 let escape: StaticString? =
                     switch byte {
                     case UInt8(ascii: "\""): "\\\""
                     case UInt8(ascii: "\\"): "\\\\"
-                    case UInt8(ascii: "/") where escapesSlashes: "\\/"
+                    case UInt8(ascii: "/"): "\\/"
                     case 0x08: "\\b"
                     case 0x0C: "\\f"
                     case UInt8(ascii: "\n"): "\\n"
@@ -125,9 +130,6 @@ public struct JSONWriter {
                     case UInt8(ascii: "\t"): "\\t"
                     default: nil
                     }
-                guard escape != nil || byte < 0x20 else { continue }
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<index]))
-                start = index + 1
                 if let escape {
                     escape.withUTF8Buffer { bytes.append(contentsOf: $0) }
                 } else {
@@ -136,7 +138,6 @@ public struct JSONWriter {
                     bytes.append(Self.hexDigits[Int(byte & 0x0F)])
                 }
             }
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...]))
         }
         bytes.append(UInt8(ascii: "\""))
     }
