@@ -52,6 +52,21 @@ import struct LiveGateProtocol.ObjectChangedBody
 
     func text(_ chunks: [ByteBuffer]) -> String { chunks.map { String(buffer: $0) }.joined() }
 
+    /// What token 1, a re-observation holding version 5, is sent of `changes` (each's body its name and a line
+    /// break): each delivered and run on its own, or all at once when `oneBatch`.
+    func sentToAReobservation(of changes: [(String, LiveObjectChange)], oneBatch: Bool = false) -> String {
+        let loop = EmbeddedEventLoop()
+        let outbox = ConnectionOutbox(maxQueuedBytes: 1 << 20, maxStall: .seconds(30), eventLoop: loop)
+        let share = ObjectTopicShare(eventLoop: loop)
+        share.submit(.add(id: 1, subscriber(outbox, loop, token: 1, sinceVersion: 5), last: nil))
+        for (name, change) in changes {
+            share.submit(.deliver(change, ByteBuffer(string: "\(name)\n")))
+            if !oneBatch { loop.run() }
+        }
+        loop.run()
+        return text(outbox.take().chunks)
+    }
+
     /// A change's notification body, as the topic encodes it (a joining token's is encoded by the share).
     func body(_ change: LiveObjectChange) throws -> ByteBuffer { try NotificationFrame.body(ObjectChangedBody(change)) }
 
@@ -161,16 +176,7 @@ import struct LiveGateProtocol.ObjectChangedBody
             ([("cached", cached), ("failed", failed), ("fetched", fetched)], ["failed", "fetched"], "the recovery follows the error"),
         ]
         for (changes, heard, why) in cases {
-            let loop = EmbeddedEventLoop()
-            let outbox = ConnectionOutbox(maxQueuedBytes: 1 << 20, maxStall: .seconds(30), eventLoop: loop)
-            let share = ObjectTopicShare(eventLoop: loop)
-            share.submit(.add(id: 1, subscriber(outbox, loop, token: 1, sinceVersion: 5), last: nil))
-            for (name, change) in changes {
-                share.submit(.deliver(change, ByteBuffer(string: "\(name)\n")))
-                if !oneBatch { loop.run() }
-            }
-            loop.run()
-            #expect(text(outbox.take().chunks) == heard.map { "t1:\($0)\n" }.joined(), "\(why)")
+            #expect(sentToAReobservation(of: changes, oneBatch: oneBatch) == heard.map { "t1:\($0)\n" }.joined(), "\(why)")
         }
         // Joining a topic whose latest change is a resync notice: the fetch's outcome follows it.
         let loop = EmbeddedEventLoop()
@@ -199,15 +205,7 @@ import struct LiveGateProtocol.ObjectChangedBody
             ),
         ]
         for (changes, noticeBeforeLast, why) in cases {
-            let loop = EmbeddedEventLoop()
-            let outbox = ConnectionOutbox(maxQueuedBytes: 1 << 20, maxStall: .seconds(30), eventLoop: loop)
-            let share = ObjectTopicShare(eventLoop: loop)
-            share.submit(.add(id: 1, subscriber(outbox, loop, token: 1, sinceVersion: 5), last: nil))
-            for (name, change) in changes {
-                share.submit(.deliver(change, ByteBuffer(string: "\(name)\n")))
-                loop.run()
-            }
-            let lines = text(outbox.take().chunks).split(separator: "\n").map(String.init)
+            let lines = sentToAReobservation(of: changes).split(separator: "\n").map(String.init)
             #expect(lines.last == "t1:\(changes.last!.0)", "\(why): \(lines)")
             let notice = lines.count >= 2 && lines[lines.count - 2].contains(#""resync":true"#)
             #expect(notice == noticeBeforeLast, "\(why): \(lines)")

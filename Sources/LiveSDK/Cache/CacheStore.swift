@@ -240,7 +240,7 @@ final class CacheStore: Sendable {
 
     /// The entity table's columns, in the order ``entity(from:)`` reads them.
     static let entityColumns = "collection, id, version, data, createdAt, updatedAt, deleted"
-    static let entityColumnCount = 7
+    static let entityColumnCount = entityColumns.split(separator: ",").count
 
     /// An entity from a row of ``entityColumns``: the columns by position (by name, each is a case-insensitive
     /// lookup) and the data's JSON parsed from the row's bytes.
@@ -359,7 +359,7 @@ final class CacheStore: Sendable {
     }
 
     /// Stores many fetches' outcomes in one transaction (as ``store(_:checkpoint:)`` does each, and
-    /// ``saveCheckpoint(_:_:)`` for a fetch that found nothing): one commit for a batch of fetches.
+    /// ``saveCheckpoint(_:_:in:)`` for a fetch that found nothing): one commit for a batch of fetches.
     func store(_ fetched: [Fetched]) async throws(LiveError) {
         guard !fetched.isEmpty else { return }
         do {
@@ -415,7 +415,8 @@ final class CacheStore: Sendable {
                     let first = entities[indices[0]].entity
                     // The highest checkpoint of the object's own topic among its events; any other topic's apart.
                     var ownCheckpoint: (topic: Topic, seq: Int64)?
-                    for case let checkpoint? in indices.map({ entities[$0].checkpoint }) {
+                    for index in indices {
+                        guard let checkpoint = entities[index].checkpoint else { continue }
                         if checkpoint.topic == .object(first.key) {
                             ownCheckpoint = (checkpoint.topic, max(ownCheckpoint?.seq ?? .min, checkpoint.seq))
                         } else {
@@ -483,17 +484,8 @@ final class CacheStore: Sendable {
         }
     }
 
-    /// Records that the cache holds every event of `topic` up to `seq` (never moves back).
-    func saveCheckpoint(_ topic: Topic, _ seq: Int64) async throws(LiveError) {
-        do {
-            try await pool.write { db in try Self.saveCheckpoint(topic, seq, in: db) }
-            monitor.success(path)
-        } catch {
-            throw monitor.failure(error, doing: "writing a checkpoint to the cache", path: path)
-        }
-    }
-
-    /// An object topic's checkpoint goes in the object's row when the cache holds it (``upsert(_:topicSeq:in:)``
+    /// Records that the cache holds every event of `topic` up to `seq` (never moves back). An object topic's
+    /// checkpoint goes in the object's row when the cache holds it (``upsert(_:topicSeq:in:)``
     /// writes it with the object itself); any other, or one of an object not held, in the `checkpoint` table.
     private static func saveCheckpoint(_ topic: Topic, _ seq: Int64, in db: Database) throws {
         if case .object(let key) = topic {
