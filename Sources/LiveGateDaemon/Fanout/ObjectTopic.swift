@@ -73,7 +73,7 @@ final class ObjectTopic: Sendable {
         /// re-observation: not on the hot path.
         mutating func gapNotice(before change: LiveObjectChange) -> ByteBuffer? {
             guard checksSinceGap, !change.resync else { return nil }
-            guard let version = change.snapshot?.version else {
+            guard let version = change.version else {
                 // A deletion (its own version, one more) or nothing known yet: the first snapshot decides.
                 if change.dataStatus == .notExist, change.loadingStatus == .loaded, !countedSinceDeletion {
                     sinceBaseline = sinceBaseline.map { $0 + 1 }
@@ -124,12 +124,12 @@ final class ObjectTopic: Sendable {
         let admittedFreshOnly: Bool
 
         init(_ change: LiveObjectChange) {
-            version = change.snapshot?.version
+            version = change.version
             resync = change.resync
             nothingKnownYet =
-                change.snapshot == nil && change.dataStatus == .notExist && change.loadingStatus == .loading
-                && change.error == nil && !change.pendingWrites && !change.resync
-            failed = change.error != nil || change.loadingStatus == .error || change.dataStatus == .error
+                !change.hasSnapshot && change.dataStatus == .notExist && change.loadingStatus == .loading
+                && !change.hasError && !change.pendingWrites && !change.resync
+            failed = change.hasError || change.loadingStatus == .error || change.dataStatus == .error
             admittedLocalThenFresh = ObserverFilter.admits(change, policy: .localThenFresh)
             admittedFreshOnly = ObserverFilter.admits(change, policy: .freshOnly)
         }
