@@ -287,8 +287,8 @@ final class CacheStore: Sendable {
                 entities.reserveCapacity(keys.count)
                 for (collection, keys) in Dictionary(grouping: keys, by: \.collection) {
                     // SQLite takes at most 32,766 parameters a statement: a few hundred ids each.
-                    for start in stride(from: 0, to: keys.count, by: 500) {
-                        let ids = keys[start..<min(start + 500, keys.count)].map(\.id)
+                    for start in stride(from: 0, to: keys.count, by: Self.idListLimit) {
+                        let ids = Self.paddedIDList(keys[start..<min(start + Self.idListLimit, keys.count)].map(\.id))
                         let marks = Array(repeating: "?", count: ids.count).joined(separator: ",")
                         let arguments = StatementArguments([collection] + ids)
                         // The rows read in place, not copied; the topic's checkpoint after the entity's columns.
@@ -328,6 +328,20 @@ final class CacheStore: Sendable {
         } catch {
             throw monitor.failure(error, doing: "reading \(keys.count) objects from the cache", path: path)
         }
+    }
+
+    /// The most ids an `IN` list of ``starts(of:)`` holds.
+    static let idListLimit = 512
+
+    /// `ids` (at most ``idListLimit``) with the last repeated up to the next power of two from 8: the statements
+    /// of ``starts(of:)`` are cached by their text, and one per length of list would keep up to 1,000 prepared
+    /// statements of up to 500 parameters on the writer (13 MB after a burst of 100,000 observations, which made
+    /// lists of every length). Seven lengths; a repeated id matches its row once.
+    static func paddedIDList(_ ids: [String]) -> [String] {
+        guard let last = ids.last else { return ids }
+        var length = 8
+        while length < ids.count { length *= 2 }
+        return ids + Array(repeating: last, count: length - ids.count)
     }
 
     /// The later of two checkpoints of one topic (either may be missing).

@@ -1,0 +1,73 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Foundation
+import LiveCloudAPI
+import LiveJSON
+import SeededRandom
+import Testing
+
+@testable import LiveSDK
+
+/// What a burst of new observations starts from (``CacheStore/starts(of:)``: `IN` lists padded to a few lengths,
+/// so that the writer caches a few statements, not one per length) is what reading each object and its topic's
+/// checkpoint one by one gives, for lists of every length across the list limit, in two collections, with objects
+/// missing from the cache.
+@Suite struct CacheStartsTests {
+    @Test func paddedListsHaveSevenLengthsAndTheSameIDs() {
+        var lengths: Set<Int> = []
+        for count in 1...CacheStore.idListLimit {
+            let ids = (0..<count).map { "i\($0)" }
+            let padded = CacheStore.paddedIDList(ids)
+            #expect(Array(padded.prefix(count)) == ids)
+            #expect(Set(padded) == Set(ids))
+            #expect(padded.count >= count && padded.count <= max(8, 2 * count))
+            lengths.insert(padded.count)
+        }
+        #expect(lengths == [8, 16, 32, 64, 128, 256, 512])
+        #expect(CacheStore.paddedIDList([]).isEmpty)
+    }
+
+    @Test(arguments: 0..<6) func startsGiveWhatOneByOneReadsGive(seed: UInt64) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("starts-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (cache, _) = try CacheStore.open(path: directory + "/cache.sqlite", monitor: StorageMonitor())
+        defer { try? cache.close() }
+        var random = SeededGenerator(seed: 0x5747_0000 + seed)
+        let keys = ["a", "b"].flatMap { collection in (0..<700).map { EntityKey(collection: collection, id: "o\($0)") } }
+        // Two thirds cached, some with their topic's checkpoint in the row; some checkpoints of objects not cached.
+        var events: [(entity: Entity, checkpoint: (topic: Topic, seq: Int64)?)] = []
+        for key in keys where Int.random(in: 0..<3, using: &random) > 0 {
+            let version = Int64.random(in: 1...9, using: &random)
+            let entity = Entity(
+                collection: key.collection,
+                id: key.id,
+                version: version,
+                data: ["v": .number(Double(version))],
+                createdAt: "t0",
+                updatedAt: "t1"
+            )
+            let seq = Bool.random(using: &random) ? Int64.random(in: 1...1_000, using: &random) : nil
+            events.append((entity, seq.map { (Topic.object(key), $0) }))
+        }
+        _ = try cache.storeNow(events)
+        // Fetches that found nothing: their checkpoints in the table, beside or instead of a row's.
+        try await cache.store(
+            keys.shuffled(using: &random).prefix(100).map { key in
+                CacheStore.Fetched(entity: nil, checkpoint: (Topic.object(key), Int64.random(in: 1...1_000, using: &random)))
+            }
+        )
+        for _ in 0..<8 {
+            let count = Int.random(in: 1...1_200, using: &random)
+            let asked = Array(keys.shuffled(using: &random).prefix(count))
+            let (entities, checkpoints) = try await cache.starts(of: asked)
+            #expect(checkpoints.count == asked.count)
+            var expected: [EntityKey: Entity] = [:]
+            for (index, key) in asked.enumerated() {
+                expected[key] = try await cache.entity(key)
+                #expect(checkpoints[index] == (try await cache.checkpoint(Topic.object(key))), "seed \(seed): \(key)")
+            }
+            #expect(entities == expected, "seed \(seed): \(count) keys")
+        }
+    }
+}
