@@ -135,7 +135,11 @@ struct PostgresEventPump: Service {
 
     func run() async throws {
         await cancelWhenGracefulShutdown {
-            await store.runEventPump(after: after) { seq, event in hub.publish(seq: seq, event: event) }
+            await store.runEventPump(
+                after: after,
+                skip: { seq, collection, id in hub.publishUnheard(seq: seq, collection: collection, id: id) },
+                publish: { seq, event in hub.publish(seq: seq, event: event) }
+            )
         }
     }
 }

@@ -219,6 +219,24 @@ final class RealtimeHub: Sendable {
         }
     }
 
+    /// Publishes a committed write of an object of `collection` nobody listens to, without its event: returns
+    /// `true` when no subscriber has its object's topic, its collection's or a query topic of its collection,
+    /// and then counts it published (`false`: decode it and ``publish(seq:event:)``). For PostgreSQL's event
+    /// pump, which reads every instance's writes from the log: reading and decoding events no one hears took 3.8 % of
+    /// the cloud's CPU with 64 writers, 0.6 % without the decoding. Decided under the lock that subscriptions take, as `publish` is: a subscription
+    /// made after this call is acked at or past `seq`, so it replays the write from the log if it resumes. A
+    /// stream's message or access list (`$`-collections) is never skipped: its topic is in the event.
+    func publishUnheard(seq: Int64, collection: String, id: String) -> Bool {
+        guard !collection.hasPrefix("$") else { return false }
+        return state.withLock { state in
+            guard state.topics[.object(EntityKey(collection: collection, id: id))] == nil, state.topics[.collection(collection)] == nil,
+                state.queryTopics[collection] == nil
+            else { return false }
+            state.lastPublished = max(state.lastPublished, seq)
+            return true
+        }
+    }
+
     /// Publishes a committed event to the subscribers of its topics (a write: the entity's, its
     /// collection's and the query topics it concerns; a stream message: the recipient's). Each message is
     /// encoded once per topic, whatever the number of subscribers.

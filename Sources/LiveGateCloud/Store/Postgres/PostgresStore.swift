@@ -15,7 +15,7 @@ import PostgresNIO
 /// That serializes writers as SQLite does, and it is what lets any instance publish the log in order.
 ///
 /// Publishing. A transaction that appends an event also sends `NOTIFY livegate_events` (delivered on
-/// commit). Each instance's ``runEventPump(after:publish:)`` listens, and on every notification reads the log
+/// commit). Each instance's ``runEventPump(after:skip:publish:)`` listens, and on every notification reads the log
 /// after the last seq it published and hands each event to the hub in order — its own writes and the
 /// other instances' alike, one path for both. After (re)connecting it reads what it missed before
 /// listening again, so a dropped database connection delays events but loses none.
@@ -243,15 +243,19 @@ final class PostgresStore: CloudStore {
     /// Publishes every event committed after seq `after`, in order, for as long as the task runs: listens
     /// on `channel`, and reads the log after the last seq published whenever woken (and once after each
     /// (re)connection). Reconnects after a lost database connection, a second apart.
-    func runEventPump(after: Int64, publish: @Sendable (_ seq: Int64, _ event: LoggedEvent) -> Void) async {
+    func runEventPump(
+        after: Int64,
+        skip: @Sendable (_ seq: Int64, _ collection: String, _ id: String) -> Bool,
+        publish: @Sendable (_ seq: Int64, _ event: LoggedEvent) -> Void
+    ) async {
         var last = after
         while !Task.isCancelled {
             do {
                 try await client.withConnection { connection in
                     try await connection.listen(on: Self.channel) { notifications in
-                        last = try await publishEvents(after: last, publish)
+                        last = try await publishEvents(after: last, skip, publish)
                         for try await _ in notifications {
-                            last = try await publishEvents(after: last, publish)
+                            last = try await publishEvents(after: last, skip, publish)
                         }
                     }
                 }
@@ -263,8 +267,13 @@ final class PostgresStore: CloudStore {
         }
     }
 
-    /// Publishes the log's events after `seq`, in order; returns the last seq published.
-    private func publishEvents(after seq: Int64, _ publish: (_ seq: Int64, _ event: LoggedEvent) -> Void) async throws -> Int64 {
+    /// Publishes the log's events after `seq`, in order; returns the last seq published. An event `skip` takes
+    /// (nobody listens to it) is not decoded.
+    private func publishEvents(
+        after seq: Int64,
+        _ skip: (_ seq: Int64, _ collection: String, _ id: String) -> Bool,
+        _ publish: (_ seq: Int64, _ event: LoggedEvent) -> Void
+    ) async throws -> Int64 {
         var last = seq
         while true {
             let rows = try await client.query(
@@ -275,6 +284,7 @@ final class PostgresStore: CloudStore {
             for try await (seq, collection, id, text, previous) in rows.decode((Int64, String, String, String, String?).self) {
                 read += 1
                 last = seq
+                if skip(seq, collection, id) { continue }
                 do {
                     publish(seq, try LoggedEvent(collection: collection, id: id, text: text, previous: previous))
                 } catch {
