@@ -7,10 +7,12 @@ import PostgresNIO
 /// The statements every write or request runs, prepared once per connection (PostgresNIO keeps them by
 /// name), so that PostgreSQL does not parse and plan them at every run: as unnamed statements, parsing and
 /// binding (which plans) were 0.092 ms of the 0.104 ms a token's grant read took in the server's statement
-/// log (Benchmarks.md).
+/// log (Benchmarks.md). Each has a name of its own: PostgresNIO's default is `String(reflecting:)` of the type,
+/// worked out at every run of the statement (~1 % of the cloud's CPU with 64 writers).
 enum PostgresStatements {
     /// The grant of a token of one kind.
     struct TokenGrant: PostgresPreparedStatement {
+        static let name = "livegate.TokenGrant"
         static let sql = "SELECT username, expires_at, pair FROM token WHERE hash = $1 AND kind = $2"
         let hash: String
         let kind: String
@@ -29,6 +31,7 @@ enum PostgresStatements {
 
     /// When each of these access tokens expires (a write's confirmation of the grants it had in memory).
     struct AccessGrantExpiries: PostgresPreparedStatement {
+        static let name = "livegate.AccessGrantExpiries"
         static let sql = "SELECT hash, expires_at FROM token WHERE hash = ANY($1::text[]) AND kind = 'access'"
         let hashes: [String]
 
@@ -45,6 +48,7 @@ enum PostgresStatements {
 
     /// Takes the write lock for the rest of the transaction.
     struct WriteLock: PostgresPreparedStatement {
+        static let name = "livegate.WriteLock"
         static let sql = "SELECT pg_advisory_xact_lock($1)"
 
         func makeBindings() throws -> PostgresBindings {
@@ -58,6 +62,7 @@ enum PostgresStatements {
 
     /// Objects by key.
     struct Entities: PostgresPreparedStatement {
+        static let name = "livegate.Entities"
         static let sql = """
             SELECT \(PostgresStore.entityColumns) FROM entity
             WHERE (collection, id) IN (SELECT * FROM unnest($1::text[], $2::text[]))
@@ -81,6 +86,7 @@ enum PostgresStatements {
 
     /// The writes remembered under these idempotency keys: user, key, the entity stored (JSON text), outcome.
     struct AppliedWrites: PostgresPreparedStatement {
+        static let name = "livegate.AppliedWrites"
         static let sql = """
             SELECT username, key, entity, outcome FROM applied_write
             WHERE (username, key) IN (SELECT * FROM unnest($1::text[], $2::text[]))
@@ -102,6 +108,7 @@ enum PostgresStatements {
     /// Stores each object's last state (one row per object: an upsert may not touch a row twice); the data
     /// as JSON text.
     struct StoreEntities: PostgresPreparedStatement {
+        static let name = "livegate.StoreEntities"
         static let sql = """
             INSERT INTO entity (collection, id, version, data, created_at, updated_at, deleted)
             SELECT c, i, v, d::jsonb, ca, ua, del FROM unnest(
@@ -130,6 +137,7 @@ enum PostgresStatements {
 
     /// Adds to collections' counts of live objects.
     struct CountLive: PostgresPreparedStatement {
+        static let name = "livegate.CountLive"
         static let sql = """
             INSERT INTO collection_size (collection, live)
             SELECT * FROM unnest($1::text[], $2::bigint[])
@@ -151,6 +159,7 @@ enum PostgresStatements {
     /// Appends events in the order given (each entity as JSON text, the data before it or "" for none);
     /// returns their sequence numbers.
     struct AppendEvents: PostgresPreparedStatement {
+        static let name = "livegate.AppendEvents"
         static let sql = """
             INSERT INTO event (collection, id, version, entity, previous)
             SELECT c, i, v, e, nullif(p, '') FROM unnest(
@@ -179,6 +188,7 @@ enum PostgresStatements {
 
     /// Wakes every instance's event pump at commit with the last sequence number appended.
     struct NotifyEvents: PostgresPreparedStatement {
+        static let name = "livegate.NotifyEvents"
         static let sql = "SELECT pg_notify($1, $2)"
         let last: Int64
 
@@ -194,6 +204,7 @@ enum PostgresStatements {
 
     /// Records the idempotency keys of writes applied (each entity as JSON text) at `at` (milliseconds).
     struct RememberWrites: PostgresPreparedStatement {
+        static let name = "livegate.RememberWrites"
         static let sql = """
             INSERT INTO applied_write (username, key, entity, outcome, at)
             SELECT u, k, e, o, $5::bigint FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS w(u, k, e, o)
