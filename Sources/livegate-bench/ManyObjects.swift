@@ -95,7 +95,24 @@ extension Bench {
             "  held by the daemon (second connection, the first still observing): all answered fresh after \(format(held.all)) ms "
                 + "(first \(format(held.first)) ms, half \(format(held.half)) ms; daemon CPU \(format(held.cpuPerObservation)) µs an object)"
         )
+        // Both connections closed (the second's close just started): every topic lingers, then is unsubscribed.
+        let closing = ContinuousClock.now
+        let cpuAtClose = daemon.child.cpuSeconds
+        let messagesAtClose = try await cloudStats(base).realtimeMessages
         await first?.close()
+        var closed = try await cloudStats(base)
+        while closed.subscriptions.keys.contains(where: { $0.hasPrefix("object:many/") }) {
+            guard ContinuousClock.now - closing < .seconds(120) else { throw BenchError("the daemon did not unsubscribe every object") }
+            try await Task.sleep(for: .milliseconds(20))
+            closed = try await cloudStats(base)
+        }
+        let unsubscribed = ContinuousClock.now - closing
+        say(
+            "  both connections closed: every topic unsubscribed upstream after "
+                + "\(format(Double(unsubscribed.components.seconds) * 1000 + Double(unsubscribed.components.attoseconds) / 1e15)) ms "
+                + "(the topics linger 2 s), in \(closed.realtimeMessages - messagesAtClose) realtime messages; "
+                + "daemon CPU \(format((daemon.child.cpuSeconds - cpuAtClose) / Double(count) * 1e6)) µs an object"
+        )
 
         // After a restart: the cache answers at once, then the cloud.
         daemon.stop()
