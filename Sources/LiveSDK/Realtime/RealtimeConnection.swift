@@ -48,6 +48,8 @@ actor RealtimeConnection {
     /// The last request of the batch written last, until the cloud answers it.
     private var awaitedRef: Int64?
     private var unsent: Set<Int64> = []
+    /// Requests whose answer nobody waits for (every unsubscription: a linger ended), until it comes.
+    private var unawaited: Set<Int64> = []
     /// Counts connections lost: a request sent on an earlier connection gets no answer on a later one.
     private var connectionGeneration = 0
     // How far each subscribed topic was heard (where a resubscription resumes from, and the last event handed
@@ -61,9 +63,10 @@ actor RealtimeConnection {
     private var subscribing: [Topic: [CheckedContinuation<Void, Never>]] = [:]
     /// Replayed events still to come per resumed topic (from the ack's `replayed`).
     private var replayRemaining: [Topic: Int] = [:]
-    /// How long a topic stays subscribed after its last holder left, and which linger is the current one.
-    private let linger: Duration
-    private var lingerGeneration: [Topic: Int] = [:]
+    /// The topics that stay subscribed for a moment after their last holder left, and whether the one task that
+    /// ends their lingers runs.
+    private var lingers: TopicLingers<Topic>
+    private var lingersRunning = false
     private let url: String
     private let engineLoop: EngineLoop
     nonisolated var unownedExecutor: UnownedSerialExecutor { engineLoop.serialExecutor }
@@ -79,7 +82,7 @@ actor RealtimeConnection {
         linger: Duration = .seconds(2),
         engineLoop: EngineLoop = EngineLoop(group: MultiThreadedEventLoopGroup.singleton)
     ) {
-        self.linger = linger
+        self.lingers = TopicLingers(duration: linger)
         self.engineLoop = engineLoop
         var base = cloudURL.hasSuffix("/") ? String(cloudURL.dropLast()) : cloudURL
         if base.hasPrefix("https://") {
@@ -216,24 +219,34 @@ actor RealtimeConnection {
 
     /// Drops a reference on `topic`. When it was the last, the topic lingers for a moment, still subscribed:
     /// a holder coming back meanwhile (a page move, an observer re-observing) takes it over with no gap.
-    func release(_ topic: Topic) async {
+    func release(_ topic: Topic) {
         guard machine.release(topic) == .linger else { return }
-        let generation = (lingerGeneration[topic] ?? 0) + 1
-        lingerGeneration[topic] = generation
-        let linger = self.linger
-        Task {
-            try? await Task.sleep(for: linger)
-            await self.expire(topic, generation)
-        }
+        lingers.linger(topic, at: .now)
+        guard !lingersRunning else { return }
+        lingersRunning = true
+        Task { await self.endLingers() }
     }
 
-    private func expire(_ topic: Topic, _ generation: Int) async {
-        guard lingerGeneration[topic] == generation else { return }  // released again later: its own linger runs
-        lingerGeneration.removeValueShrinking(forKey: topic)
-        let outcome = machine.expire(topic)
-        guard outcome.dropped else { return }  // (what was heard of it went with it)
-        replayRemaining.removeValueShrinking(forKey: topic)
-        if outcome.unsubscribe { _ = await send(.unsubscribe, topic) }
+    /// Ends the lingers as they come due, the oldest first, until none is left: the topics no holder took back
+    /// meanwhile are dropped, and their unsubscriptions go out together (nobody waits for their answers).
+    private func endLingers() async {
+        defer { lingersRunning = false }
+        while let deadline = lingers.nextDeadline {
+            try? await Task.sleep(until: deadline, clock: .continuous)
+            var unsubscribing = false
+            for topic in lingers.expired(at: .now) {
+                let outcome = machine.expire(topic)
+                guard outcome.dropped else { continue }  // held again (what was heard of a dropped one went with it)
+                replayRemaining.removeValueShrinking(forKey: topic)
+                if outcome.unsubscribe, writer != nil {
+                    nextRef += 1
+                    unawaited.insert(nextRef)
+                    outgoing.append(RealtimeClientMessage(op: .unsubscribe, ref: nextRef, topic: topic, since: nil))
+                    unsubscribing = true
+                }
+            }
+            if unsubscribing { await writeOutgoing() }
+        }
     }
 
     /// Connects and reconnects until the task is cancelled.
@@ -520,6 +533,11 @@ actor RealtimeConnection {
     private func failed(_ requests: [RealtimeClientMessage]) {
         for request in requests {
             resuming.removeValueShrinking(forKey: request.ref)
+            // Nobody waits for an unsubscription (and one failed after a disconnection is no longer listed).
+            if request.op == .unsubscribe {
+                unawaited.removeShrinking(request.ref)
+                continue
+            }
             if let continuation = pendingAcks.removeValueShrinking(forKey: request.ref) {
                 continuation.resume(returning: nil)
             } else {
@@ -536,6 +554,8 @@ actor RealtimeConnection {
         }
         if let continuation = pendingAcks.removeValueShrinking(forKey: ref) {
             continuation.resume(returning: answer)
+        } else if unawaited.removeShrinking(ref) != nil {
+            return
         } else if ref <= nextRef {
             earlyAnswers[ref] = answer
         }
@@ -546,6 +566,7 @@ actor RealtimeConnection {
         connectionGeneration += 1
         awaitedRef = nil
         unsent.removeAll()
+        unawaited.removeAll()
         outgoing.removeAll()
         resuming.removeAll()
         replayRemaining.removeAll()
