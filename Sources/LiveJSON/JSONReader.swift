@@ -22,6 +22,20 @@ public struct JSONReader {
         }
     }
 
+    /// Runs `body` with a reader of `bytes` (a frame as it came), as ``read(_:_:)`` does. The names it gives are
+    /// not checked as UTF-8: compare them with ``name(_:is:)`` only; the strings it reads are checked.
+    public static func read<T>(bytes: UnsafeRawBufferPointer, _ body: (inout JSONReader) throws(JSONParseError) -> T?) -> T? {
+        var reader = JSONReader(bytes)
+        do throws(JSONParseError) { return try body(&reader) } catch { return nil }
+    }
+
+    /// The first byte of the next value (whitespace skipped, nothing read): `"` for a string, `n` for `null`,
+    /// and so on; `nil` at the end.
+    public mutating func peek() -> UInt8? {
+        parser.skipWhitespace()
+        return parser.offset < parser.bytes.count ? parser.bytes[parser.offset] : nil
+    }
+
     /// Reads an object's `{`: `true` when a member follows (read its ``name()``, then its value), `false` when the
     /// object is empty (its `}` read too).
     public mutating func enterObject() throws(JSONParseError) -> Bool {

@@ -42,6 +42,11 @@ struct RequestHandler {
     /// Performs the frame's request, or each request of its batch (a JSON array: their answers go out together,
     /// as one array, in the batch's order; a batch of notifications only gets no answer).
     func handle(_ frame: ByteBuffer) async {
+        // The common request of a burst (a list opened at once), read without a tree; the rest the general way.
+        if let request = frame.readableBytesView.withUnsafeBytes({ ObjectObserveRequest(frame: $0) }) {
+            await perform(request.id, method: Method.objectObserve) { try await observe(request.id, request.params) }
+            return
+        }
         let value: JSONValue
         do {
             value = try JSONValue(parsing: frame.readableBytesView)
@@ -99,31 +104,7 @@ struct RequestHandler {
         let method = envelope.method
         // Requests without an id are notifications: JSON-RPC gives them no answer, and the daemon takes none.
         guard let id = envelope.id else { return }
-        guard connection.admitRequest() else {
-            connection.respond(
-                error: RPCError(
-                    code: .limitExceeded,
-                    message: "more than \(connection.requestsPerSecond) requests per second on this connection; slow down",
-                    data: ["limit": "maxRequestsPerSecond"]
-                ),
-                id: id
-            )
-            return
-        }
-        do {
-            if Self.writingMethods.contains(method), connection.isReadOnly {
-                throw RPCError(
-                    code: .notPermitted,
-                    message: "not permitted: this client may only read (observe, listen), by the daemon's access policy"
-                )
-            }
-            if Self.administrativeMethods.contains(method), !connection.mayAdminister {
-                throw RPCError(
-                    code: .notPermitted,
-                    message:
-                        "not permitted: \(method) is for administrators (root, the daemon's user, or admin-users / admin-groups in its configuration); run it with sudo"
-                )
-            }
+        await perform(id, method: method) {
             switch method {
             case Method.hello: try await hello(id, envelope.params)
             case Method.objectObserve: try await observe(id, envelope.params)
@@ -154,6 +135,38 @@ struct RequestHandler {
                     message: "unknown method \"\(method)\"; this daemon speaks \(Self.methods.joined(separator: ", "))"
                 )
             }
+        }
+    }
+
+    /// Performs a request with an id (`body`), within the connection's rate and its client's rights; every
+    /// failure is answered under `id`.
+    private func perform(_ id: RequestID, method: String, _ body: () async throws -> Void) async {
+        guard connection.admitRequest() else {
+            connection.respond(
+                error: RPCError(
+                    code: .limitExceeded,
+                    message: "more than \(connection.requestsPerSecond) requests per second on this connection; slow down",
+                    data: ["limit": "maxRequestsPerSecond"]
+                ),
+                id: id
+            )
+            return
+        }
+        do {
+            if Self.writingMethods.contains(method), connection.isReadOnly {
+                throw RPCError(
+                    code: .notPermitted,
+                    message: "not permitted: this client may only read (observe, listen), by the daemon's access policy"
+                )
+            }
+            if Self.administrativeMethods.contains(method), !connection.mayAdminister {
+                throw RPCError(
+                    code: .notPermitted,
+                    message:
+                        "not permitted: \(method) is for administrators (root, the daemon's user, or admin-users / admin-groups in its configuration); run it with sudo"
+                )
+            }
+            try await body()
         } catch let error as RPCError {
             connection.respond(error: error, id: id)
         } catch let error as LiveError {
@@ -188,7 +201,10 @@ struct RequestHandler {
     }
 
     private func observe(_ id: RequestID, _ params: JSONValue?) async throws {
-        let observe = try ObjectObserveParams(reading: params) ?? Self.decode(ObjectObserveParams.self, params, method: Method.objectObserve)
+        try await observe(id, ObjectObserveParams(reading: params) ?? Self.decode(ObjectObserveParams.self, params, method: Method.objectObserve))
+    }
+
+    private func observe(_ id: RequestID, _ observe: ObjectObserveParams) async throws {
         let key = try Self.key(observe.collection, observe.id)
         if let fields = observe.fields, fields.isEmpty || !fields.allSatisfy(CollectionQuery.isValidField) {
             throw RPCError(
