@@ -24,9 +24,7 @@ extension ObjectObserveParams {
             self.policy = read
         }
         if let since = members["sinceVersion"] {
-            guard case .number(let number) = since, number.rounded() == number, abs(number) <= 9_007_199_254_740_992,
-                let version = Int64(exactly: number)
-            else { return nil }
+            guard case .number(let number) = since, let version = Self.version(number) else { return nil }
             sinceVersion = version
         }
         if let fields = members["fields"] {
@@ -39,5 +37,11 @@ extension ObjectObserveParams {
             }
             self.fields = names
         }
+    }
+
+    /// `sinceVersion` as the `Decodable` conformance takes it: a whole number within 2^53; `nil` for any other.
+    static func version(_ number: Double) -> Int64? {
+        guard number.rounded() == number, abs(number) <= 9_007_199_254_740_992 else { return nil }
+        return Int64(exactly: number)
     }
 }

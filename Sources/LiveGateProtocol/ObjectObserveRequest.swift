@@ -66,9 +66,10 @@ public struct ObjectObserveRequest: Sendable, Equatable {
         }
     }
 
-    /// As ``ObjectObserveParams/init(reading:)`` reads them, for the members it takes here; `nil` for the rest.
+    /// As ``ObjectObserveParams/init(reading:)`` reads them, for the members it takes here; `nil` for the rest (a
+    /// value of another type, `null` included, throws: the read gives `nil`).
     private static func readParams(_ reader: inout JSONReader) throws(JSONParseError) -> ObjectObserveParams? {
-        guard reader.peek() == UInt8(ascii: "{"), try reader.enterObject() else { return nil }
+        guard try reader.enterObject() else { return nil }
         var seen = Members()
         var collection: String?
         var id: String?
@@ -78,25 +79,19 @@ public struct ObjectObserveRequest: Sendable, Equatable {
         repeat {
             guard let name = try reader.name() else { return nil }
             if JSONReader.name(name, is: "collection") {
-                guard seen.add(.collection), reader.peek() == UInt8(ascii: "\"") else { return nil }
+                guard seen.add(.collection) else { return nil }
                 collection = try reader.string()
             } else if JSONReader.name(name, is: "id") {
-                guard seen.add(.id), reader.peek() == UInt8(ascii: "\"") else { return nil }
+                guard seen.add(.id) else { return nil }
                 id = try reader.string()
             } else if JSONReader.name(name, is: "once") {
-                guard seen.add(.once), !(try reader.null()) else { return nil }
+                guard seen.add(.once) else { return nil }
                 once = try reader.bool()
             } else if JSONReader.name(name, is: "policy") {
-                guard seen.add(.policy), reader.peek() == UInt8(ascii: "\""),
-                    let read = ObservePolicy(rawValue: try reader.string())
-                else { return nil }
+                guard seen.add(.policy), let read = ObservePolicy(rawValue: try reader.string()) else { return nil }
                 policy = read
             } else if JSONReader.name(name, is: "sinceVersion") {
-                guard seen.add(.sinceVersion), !(try reader.null()) else { return nil }
-                let number = try reader.number()
-                guard number.rounded() == number, abs(number) <= 9_007_199_254_740_992, let version = Int64(exactly: number) else {
-                    return nil
-                }
+                guard seen.add(.sinceVersion), let version = ObjectObserveParams.version(try reader.number()) else { return nil }
                 sinceVersion = version
             } else {
                 return nil

@@ -16,10 +16,7 @@ public struct JSONReader {
     /// names it gives are valid only inside `body`.
     public static func read<T>(_ text: String, _ body: (inout JSONReader) throws(JSONParseError) -> T?) -> T? {
         var text = text
-        return text.withUTF8 { utf8 in
-            var reader = JSONReader(UnsafeRawBufferPointer(utf8))
-            do throws(JSONParseError) { return try body(&reader) } catch { return nil }
-        }
+        return text.withUTF8 { read(bytes: UnsafeRawBufferPointer($0), body) }
     }
 
     /// Runs `body` with a reader of `bytes` (a frame as it came), as ``read(_:_:)`` does. The names it gives are

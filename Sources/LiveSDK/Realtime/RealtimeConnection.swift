@@ -239,9 +239,7 @@ actor RealtimeConnection {
                 guard outcome.dropped else { continue }  // held again (what was heard of a dropped one went with it)
                 replayRemaining.removeValueShrinking(forKey: topic)
                 if outcome.unsubscribe, writer != nil {
-                    nextRef += 1
-                    unawaited.insert(nextRef)
-                    outgoing.append(RealtimeClientMessage(op: .unsubscribe, ref: nextRef, topic: topic, since: nil))
+                    unawaited.insert(queue(.unsubscribe, topic))
                     unsubscribing = true
                 }
             }
@@ -479,11 +477,9 @@ actor RealtimeConnection {
     /// at once.
     private func send(_ op: RealtimeClientMessage.Operation, _ topic: Topic, since: Int64? = nil) async -> RealtimeServerMessage? {
         guard writer != nil else { return nil }
-        nextRef += 1
-        let ref = nextRef
+        let ref = queue(op, topic, since: since)
         let connection = connectionGeneration
         if op == .subscribe, since != nil { resuming[ref] = topic }
-        outgoing.append(RealtimeClientMessage(op: op, ref: ref, topic: topic, since: since))
         await writeOutgoing()
         // The actor is reentrant: the answer may already have arrived while the write was suspended.
         if let early = earlyAnswers.removeValueShrinking(forKey: ref) { return early }
@@ -491,6 +487,13 @@ actor RealtimeConnection {
         // Not sent, or sent on a connection that is gone (a new one may be up already): no answer will come.
         guard !wasUnsent, writer != nil, connection == connectionGeneration else { return nil }
         return await withCheckedContinuation { pendingAcks[ref] = $0 }
+    }
+
+    /// Queues a request for the next batch (see ``writeOutgoing()``); returns its ref.
+    private func queue(_ op: RealtimeClientMessage.Operation, _ topic: Topic, since: Int64? = nil) -> Int64 {
+        nextRef += 1
+        outgoing.append(RealtimeClientMessage(op: op, ref: nextRef, topic: topic, since: since))
+        return nextRef
     }
 
     /// Writes the queued requests, a batch per message: one batch at a time, the next once the cloud has
