@@ -93,7 +93,36 @@ public struct JSONWriter {
     }
 
     public mutating func write(_ integer: some BinaryInteger) {
-        bytes.append(contentsOf: String(integer).utf8)
+        if let value = Int64(exactly: integer) {
+            write(value)
+        } else {
+            bytes.append(contentsOf: String(integer).utf8)
+        }
+    }
+
+    /// An `Int64`'s decimal digits written straight into the bytes (`String(integer)` made a string per number:
+    /// a token, an id and a version in every answer and notification).
+    public mutating func write(_ integer: Int64) {
+        if integer < 0 { bytes.append(UInt8(ascii: "-")) }
+        var magnitude = integer.magnitude
+        if magnitude < 10 {
+            bytes.append(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: magnitude))
+            return
+        }
+        // At most 20 digits (UInt64.max), written from the last.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var start = 20
+            repeat {
+                start -= 1
+                digits[start] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start..<20]))
+        }
+    }
+
+    public mutating func write(_ integer: Int) {
+        write(Int64(integer))
     }
 
     public mutating func write(_ number: Double) throws(NonFiniteNumber) {
