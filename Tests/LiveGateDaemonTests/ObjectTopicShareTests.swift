@@ -108,6 +108,30 @@ import struct LiveGateProtocol.ObjectChangedBody
         #expect(lines.indices.filter { lines[$0].hasPrefix("t2:") }.allSatisfy { $0 > answer }, "\(lines)")
     }
 
+    /// The answer giving a token, queued by its join (one task on the loop for both): after the answers queued
+    /// before it, before the token's first notification and the answers queued after it.
+    @Test func anAnswerCarriedByTheJoinKeepsItsPlaceAmongTheAnswersAndBeforeTheTokensNotifications() throws {
+        let loop = EmbeddedEventLoop()
+        let outbox = ConnectionOutbox(maxQueuedBytes: 1 << 20, maxStall: .seconds(30), eventLoop: loop)
+        let share = ObjectTopicShare(eventLoop: loop)
+        share.submit(.add(id: 1, subscriber(outbox, loop, token: 1), last: nil, answer: ByteBuffer(string: "observed1\n")))
+        share.submit(.deliver(change(1), try body(change(1))))  // a task is pending on the loop
+        outbox.enqueue(ByteBuffer(string: "written\n"))  // another request's answer
+        share.submit(.add(id: 2, subscriber(outbox, loop, token: 2), last: change(1), answer: ByteBuffer(string: "observed2\n")))
+        outbox.enqueue(ByteBuffer(string: "later\n"))  // the next request's answer
+        share.submit(.deliver(change(2), try body(change(2))))
+        #expect(outbox.take().chunks.isEmpty, "nothing happens off the loop")
+        loop.run()
+        let lines = text(outbox.take().chunks).split(separator: "\n").map(String.init)
+        let bodies = [try body(change(1)), try body(change(2))].map { String(buffer: $0).dropLast() }
+        #expect(lines.filter { !$0.hasPrefix("t") } == ["observed1", "written", "observed2", "later"], "\(lines)")
+        for token in 1...2 {
+            let answer = lines.firstIndex(of: "observed\(token)") ?? .max
+            #expect(lines.filter { $0.hasPrefix("t\(token):") } == bodies.map { "t\(token):\($0)" })
+            #expect(lines.indices.filter { lines[$0].hasPrefix("t\(token):") }.allSatisfy { $0 > answer }, "\(lines)")
+        }
+    }
+
     @Test func aLoopFarBehindReplacesTheNewestWaitingChangeAndNothingElse() {
         let loop = EmbeddedEventLoop()
         let outbox = ConnectionOutbox(maxQueuedBytes: 1 << 30, maxStall: .seconds(30), eventLoop: loop)

@@ -164,10 +164,11 @@ final class ObjectTopic: Sendable {
     }
 
     /// Adds a token; it receives the current state at once when there is one its filter admits (on its
-    /// connection's loop, before anything queued there after this call). Returns the subscriber id and its
-    /// share, which ``remove(_:from:)`` takes, or `nil` when the topic has closed meanwhile (the caller
-    /// retries on a new topic).
-    func add(_ subscriber: Subscriber) -> (id: Int, share: ObjectTopicShare)? {
+    /// connection's loop, before anything queued there after this call), after `answer` (its connection's
+    /// answer giving it the token), when given. Returns the subscriber id and its share, which
+    /// ``remove(_:from:)`` takes, or `nil` when the topic has closed meanwhile (the caller retries on a new
+    /// topic; `answer` was not queued).
+    func add(_ subscriber: Subscriber, answer: ByteBuffer? = nil) -> (id: Int, share: ObjectTopicShare)? {
         state.withLock { state -> (Int, ObjectTopicShare)? in
             guard !state.closed else { return nil }
             state.nextID += 1
@@ -181,7 +182,7 @@ final class ObjectTopic: Sendable {
             }
             state.members += 1
             // Queued under the lock, like every change: the share sees joins and changes in the topic's order.
-            share.submit(.add(id: state.nextID, subscriber, last: state.last))
+            share.submit(.add(id: state.nextID, subscriber, last: state.last, answer: answer))
             return (state.nextID, share)
         }
     }

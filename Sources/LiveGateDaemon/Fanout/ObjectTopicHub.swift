@@ -28,7 +28,8 @@ final class ObjectTopicHub: Sendable {
         self.logger = logger
     }
 
-    /// Subscribes `token` of a connection to `key`.
+    /// Subscribes `token` of a connection to `key`; `answer`, when given, is queued on the connection's loop
+    /// right before the token's join (see ``ObjectTopic/add(_:answer:)``).
     func subscribe(
         key: EntityKey,
         options: ObserveOptions,
@@ -38,6 +39,7 @@ final class ObjectTopicHub: Sendable {
         eventLoop: any EventLoop,
         token: Int64,
         prefix: ByteBuffer,
+        answer: ByteBuffer? = nil,
         onFinished: @escaping @Sendable () -> Void
     ) async -> Subscription {
         var tokenOptions = options
@@ -58,7 +60,7 @@ final class ObjectTopicHub: Sendable {
                 topics[key] = topic
                 return (topic, true)
             }
-            guard let (id, share) = topic.add(subscriber) else {
+            guard let (id, share) = topic.add(subscriber, answer: answer) else {
                 // The topic closed between lookup and add: forget it and start over.
                 topics.withLock { if $0[key] === topic { $0[key] = nil } }
                 continue

@@ -24,7 +24,9 @@ final class ObjectTopicShare: Sendable {
         case deliver(LiveObjectChange, ByteBuffer)
         /// A token joins and receives `last` (the topic's latest change) at once when its filter admits it,
         /// encoded then (a topic keeps its latest change, not its bytes: ~300 bytes an object, for joins only).
-        case add(id: Int, ObjectTopic.Subscriber, last: LiveObjectChange?)
+        /// `answer`, when given, is its connection's answer giving it its token, queued first: one task on the
+        /// loop for an observation, not one for the answer and one for the join.
+        case add(id: Int, ObjectTopic.Subscriber, last: LiveObjectChange?, answer: ByteBuffer? = nil)
         case remove(id: Int)
 
         /// Whether the operation needs a task of its own, scheduled when it is queued (a joining token: see
@@ -119,7 +121,8 @@ final class ObjectTopicShare: Sendable {
                 bodies.removeAll()
                 switch operation {
                 case .deliver: break
-                case .add(let id, var subscriber, let last):
+                case .add(let id, var subscriber, let last, let answer):
+                    if let answer { subscriber.outbox.enqueueOnLoop(answer) }
                     // The change was encoded when it was emitted (and logged there had that failed).
                     if let last, subscriber.admits(last), let body = try? NotificationFrame.body(ObjectChangedBody(last)) {
                         if let notice = subscriber.gapNotice(before: last) {

@@ -315,6 +315,29 @@ final class ClientConnection: Sendable {
         respond(id: id) { try WireJSON.bytes(RPCResponse(id: id, result: result)) }
     }
 
+    /// An answer that writes itself, as the line to queue on the connection's loop by a task going there anyway
+    /// (a token's join: ``ObjectTopicHub/subscribe(key:options:sinceVersion:fields:outbox:eventLoop:token:prefix:answer:onFinished:)``);
+    /// `nil` when it was answered otherwise: kept for its batch's array, or refused by the encoder (an error
+    /// answer sent instead).
+    func answerLine(result: some WireWritable, id: RequestID) -> ByteBuffer? {
+        guard batchAnswers.withLock({ $0 == nil }) else {
+            respond(result: result, id: id)
+            return nil
+        }
+        var writer = JSONWriter(capacity: 64)
+        do {
+            try RPCResponse(id: id, result: result).write(into: &writer)
+        } catch {
+            respond(result: result, id: id)
+            return nil
+        }
+        var line = ByteBuffer()
+        line.reserveCapacity(writer.bytes.count + 1)
+        line.writeBytes(writer.bytes)
+        line.writeInteger(UInt8(ascii: "\n"))
+        return line
+    }
+
     private func respond(id: RequestID, encoded: () throws -> [UInt8]) {
         do {
             answer(try encoded())

@@ -148,6 +148,13 @@ final class ConnectionOutbox: Sendable {
         inOrder { self.push(prefix: nil, body: frame, token: nil) }
     }
 
+    /// ``enqueue(_:)`` from the connection's event loop itself (a task already there, in the order the
+    /// frame was produced in): queued at once.
+    func enqueueOnLoop(_ frame: ByteBuffer) {
+        eventLoop?.preconditionInEventLoop()
+        push(prefix: nil, body: frame, token: nil)
+    }
+
     /// Queues a notification for `token`, replacing an unsent one for the same token. When `fullState` is
     /// given, the body is a change relative to the previous one, and a replacement queues `fullState()`.
     func offer(token: Int64, prefix: ByteBuffer, body: ByteBuffer, fullState: FullState? = nil) {

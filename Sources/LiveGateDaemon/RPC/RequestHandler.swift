@@ -219,8 +219,9 @@ struct RequestHandler {
         try checkTokenLimit()
         try await checkReadable(key.collection)
         let token = connection.allocateToken()
-        // The answer is queued before the subscription, so it precedes the token's first notification.
-        connection.respond(result: TokenResult(token: token), id: id)
+        // The answer is queued by the token's join, in the same task on the connection's loop, first: it
+        // precedes the token's first notification, and follows the answers before it.
+        let answer = connection.answerLine(result: TokenResult(token: token), id: id)
         let connection = self.connection
         let subscription = await context.hub.subscribe(
             key: key,
@@ -231,6 +232,7 @@ struct RequestHandler {
             eventLoop: connection.eventLoop,
             token: token,
             prefix: connection.objectChangedPrefixes.prefix(token: token),
+            answer: answer,
             onFinished: { connection.endToken(token) }
         )
         connection.tokenSubscribed(token, .object(subscription))
