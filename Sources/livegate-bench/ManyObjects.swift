@@ -97,7 +97,7 @@ extension Bench {
         )
         // Both connections closed (the second's close just started): every topic lingers, then is unsubscribed.
         let closing = ContinuousClock.now
-        let cpuAtClose = daemon.child.cpuSeconds
+        let cpuAtClose = daemon.child.cpuClock
         let messagesAtClose = try await cloudStats(base).realtimeMessages
         await first?.close()
         var closed = try await cloudStats(base)
@@ -111,7 +111,7 @@ extension Bench {
             "  both connections closed: every topic unsubscribed upstream after "
                 + "\(format(Double(unsubscribed.components.seconds) * 1000 + Double(unsubscribed.components.attoseconds) / 1e15)) ms "
                 + "(the topics linger 2 s), in \(closed.realtimeMessages - messagesAtClose) realtime messages; "
-                + "daemon CPU \(format((daemon.child.cpuSeconds - cpuAtClose) / Double(count) * 1e6)) µs an object"
+                + "daemon CPU \(format(cpuAtClose.seconds / Double(count) * 1e6)) µs an object"
         )
 
         // After a restart: the cache answers at once, then the cloud.
@@ -159,7 +159,7 @@ extension Bench {
         let expected = marker.contains("local") ? min(count, 10_000) : count
         let started = ContinuousClock.now
         let startedNanos = DispatchTime.now().uptimeNanoseconds
-        let cpuBefore = daemon.cpuSeconds
+        let cpuClock = daemon.cpuClock
         // Returns once the whole burst is written (the daemon read it) and a marker came: the arrivals are
         // timed as the reads brought them, not from here.
         let pool = try await SubscriberPool.connect(count: 1, socketPath: socket, greeting: greeting, readyMarker: marker)
@@ -172,7 +172,7 @@ extension Bench {
             guard ContinuousClock.now < deadline else { throw BenchError("\(pool.receptions[0].markers) of \(expected) observations answered") }
             try await Task.sleep(for: .milliseconds(1))
         }
-        let cpu = daemon.cpuSeconds - cpuBefore
+        let cpu = cpuClock.seconds
         let arrivals = pool.receptions[0].markerArrivals
         func arrived(_ markers: Int) -> Double {
             let at = arrivals.first { $0.count >= markers }?.at ?? startedNanos
