@@ -3,6 +3,7 @@
 import Foundation
 import LiveCloudAPI
 import LiveJSON
+import SeededRandom
 import Testing
 
 @testable import LiveSDK
@@ -10,6 +11,69 @@ import Testing
 @Suite struct CacheEvictionTests {
     private static func entity(_ id: String, version: Int64) -> Entity {
         Entity(collection: "c", id: id, version: version, data: ["v": .number(Double(version))], createdAt: "t0", updatedAt: "t\(version)")
+    }
+
+    /// Eviction takes the least recently used first: recency is the last time an object was stored, read alone
+    /// (`entity(_:)`) or read for an observation's start (`starts(of:)`).
+    /// Random operations against a model that keeps each object's last use in order; every eviction must take
+    /// exactly the model's oldest unprotected objects.
+    @Test func evictionTakesTheLeastRecentlyStoredOrReadFirst() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("cache-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (cache, _) = try CacheStore.open(path: directory + "/cache.sqlite", monitor: StorageMonitor())
+        defer { try? cache.close() }
+
+        var random = SeededGenerator(seed: 20_261_129)
+        // The model: a use number per object held (the objects read by one start share one: one time).
+        var lastUse: [String: Int] = [:]
+        var uses = 0
+        var versions: [String: Int64] = [:]
+        let ids = (0..<8).map { "o\($0)" }
+        for step in 0..<400 {
+            let id = ids.randomElement(using: &random)!
+            switch Int.random(in: 0..<10, using: &random) {
+            case 0..<4:
+                let version = (versions[id] ?? 0) + 1
+                versions[id] = version
+                #expect(try cache.storeNow(Self.entity(id, version: version)))
+                uses += 1
+                lastUse[id] = uses
+            case 4..<6:
+                let read = try await cache.entity(EntityKey(collection: "c", id: id))
+                #expect(read?.version == (lastUse[id] == nil ? nil : versions[id]))
+                uses += 1
+                if lastUse[id] != nil { lastUse[id] = uses }
+            case 6..<9:
+                let keys = Array(Set((0..<Int.random(in: 1...4, using: &random)).map { _ in ids.randomElement(using: &random)! }))
+                let read = try await cache.starts(of: keys.map { EntityKey(collection: "c", id: $0) })
+                #expect(Set(read.entities.keys.map(\.id)) == Set(keys.filter { lastUse[$0] != nil }))
+                uses += 1
+                for key in keys where lastUse[key] != nil { lastUse[key] = uses }
+            default:
+                let protected = Set(ids.filter { _ in Int.random(in: 0..<4, using: &random) == 0 })
+                let limit = Int.random(in: 0...lastUse.count, using: &random)
+                let candidates = lastUse.filter { !protected.contains($0.key) }
+                let excess = min(max(0, lastUse.count - limit), candidates.count)
+                let (evicted, remaining) = try await cache.evict(
+                    keepingAtMost: limit,
+                    protecting: Set(protected.map { EntityKey(collection: "c", id: $0) })
+                )
+                #expect(evicted == excess && remaining == lastUse.count - excess, "step \(step)")
+                // Which went: each object read back alone (a use of those held), then those gone checked to be the
+                // oldest (ties, from one start, may go either way).
+                var gone: [String] = []
+                for key in lastUse.keys.sorted() {
+                    let entities = try await cache.starts(of: [EntityKey(collection: "c", id: key)]).entities
+                    if entities.isEmpty { gone.append(key) } else { uses += 1; lastUse[key] = uses }
+                }
+                #expect(gone.count == excess && gone.allSatisfy { !protected.contains($0) }, "step \(step): \(gone)")
+                let newestGone = gone.compactMap { candidates[$0] }.max() ?? .min
+                let oldestKept = candidates.filter { !gone.contains($0.key) }.map(\.value).min() ?? .max
+                #expect(newestGone <= oldestKept, "step \(step): evicted \(gone) of \(candidates)")
+                for key in gone { lastUse[key] = nil }
+            }
+        }
     }
 
     /// A topic replaying what was missed brings an object's older event after the cache held a newer copy (from a
