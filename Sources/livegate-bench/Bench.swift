@@ -42,6 +42,8 @@ struct Bench: AsyncParsableCommand {
     @Flag(help: "Skip the end-to-end row through livegate-cloud.") var skipEndToEnd = false
     @Option(help: "Distinct objects observed on one connection in the many-objects runs, comma-separated (through livegate-cloud on SQLite).")
     var manyObjects = "10000"
+    @Option(help: "How many times the many-objects runs restart the daemon and time the cached answers (each, then their median and range).")
+    var restarts = 1
     @Flag(help: "Only the many-objects runs.") var manyObjectsOnly = false
     @Flag(help: "Skip the many-objects runs.") var skipManyObjects = false
     @Flag(help: "Only the in-process figures: a change set's computation and a realtime event's decoding (no processes started).")
