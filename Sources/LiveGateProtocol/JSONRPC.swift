@@ -32,9 +32,14 @@ public enum RequestID: Hashable, Sendable, Codable, CustomStringConvertible {
         switch value {
         case .null: self = .null
         case .string(let string): self = .string(string)
-        case .number(let number): self = Int64(exactly: number).map(Self.number) ?? .fractional(number)
+        case .number(let number): self.init(number: number)
         case .bool, .array, .object: return nil
         }
+    }
+
+    /// The id a number in a request's `id` member is: an integer when it is one exactly, a fraction otherwise.
+    public init(number: Double) {
+        self = Int64(exactly: number).map(Self.number) ?? .fractional(number)
     }
 
     public func encode(to encoder: any Encoder) throws {

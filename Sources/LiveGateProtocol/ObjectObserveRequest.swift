@@ -60,9 +60,7 @@ public struct ObjectObserveRequest: Sendable, Equatable {
         case UInt8(ascii: "n"):
             _ = try reader.null()
             return .null
-        default:
-            let number = try reader.number()
-            return Int64(exactly: number).map(RequestID.number) ?? .fractional(number)
+        default: return RequestID(number: try reader.number())
         }
     }
 

@@ -79,7 +79,7 @@ extension Bench {
         let messages = after.realtimeMessages - before.realtimeMessages
         say(
             "  all fresh after \(format(fresh.all)) ms (first \(format(fresh.first)) ms, half \(format(fresh.half)) ms; daemon CPU \(format(fresh.cpuPerObservation)) µs an object), all subscribed after "
-                + "\(format(Double(subscribed.components.seconds) * 1000 + Double(subscribed.components.attoseconds) / 1e15)) ms; "
+                + "\(format(milliseconds(subscribed))) ms; "
                 + "upstream \(reads) read requests and \(messages) realtime messages "
                 + "(\(String(format: "%.1f", Double(count) / Double(max(1, reads + messages)))) new objects per request)"
         )
@@ -109,7 +109,7 @@ extension Bench {
         let unsubscribed = ContinuousClock.now - closing
         say(
             "  both connections closed: every topic unsubscribed upstream after "
-                + "\(format(Double(unsubscribed.components.seconds) * 1000 + Double(unsubscribed.components.attoseconds) / 1e15)) ms "
+                + "\(format(milliseconds(unsubscribed))) ms "
                 + "(the topics linger 2 s), in \(closed.realtimeMessages - messagesAtClose) realtime messages; "
                 + "daemon CPU \(format(cpuAtClose.seconds / Double(count) * 1e6)) µs an object"
         )
@@ -181,9 +181,6 @@ extension Bench {
         // timed as the reads brought them, not from here.
         let pool = try await SubscriberPool.connect(count: 1, socketPath: socket, greeting: greeting, readyMarker: marker)
         defer { if !keepOpen { Task { await pool.close() } } }
-        func milliseconds(_ duration: Duration) -> Double {
-            Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
-        }
         let deadline = ContinuousClock.now + .seconds(600)
         while pool.receptions[0].markers < expected {
             guard ContinuousClock.now < deadline else { throw BenchError("\(pool.receptions[0].markers) of \(expected) observations answered") }
@@ -224,4 +221,9 @@ extension Bench {
         let body = try await response.body.collect(upTo: 64 << 20)
         return try JSONDecoder().decode(CloudStats.self, from: Data(body.readableBytesView))
     }
+}
+
+/// A duration in milliseconds, as the many-objects rows print them.
+private func milliseconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
 }

@@ -320,22 +320,11 @@ final class ClientConnection: Sendable {
     /// `nil` when it was answered otherwise: kept for its batch's array, or refused by the encoder (an error
     /// answer sent instead).
     func answerLine(result: some WireWritable, id: RequestID) -> ByteBuffer? {
-        guard batchAnswers.withLock({ $0 == nil }) else {
+        guard batchAnswers.withLock({ $0 == nil }), let bytes = try? WireJSON.bytes(RPCResponse(id: id, result: result)) else {
             respond(result: result, id: id)
             return nil
         }
-        var writer = JSONWriter(capacity: 64)
-        do {
-            try RPCResponse(id: id, result: result).write(into: &writer)
-        } catch {
-            respond(result: result, id: id)
-            return nil
-        }
-        var line = ByteBuffer()
-        line.reserveCapacity(writer.bytes.count + 1)
-        line.writeBytes(writer.bytes)
-        line.writeInteger(UInt8(ascii: "\n"))
-        return line
+        return Self.line(bytes)
     }
 
     private func respond(id: RequestID, encoded: () throws -> [UInt8]) {
@@ -381,11 +370,16 @@ final class ClientConnection: Sendable {
             return true
         }
         guard !kept else { return }
+        outbox.enqueue(Self.line(bytes))
+    }
+
+    /// An answer's bytes as a frame: followed by `\n`.
+    private static func line(_ bytes: [UInt8]) -> ByteBuffer {
         var frame = ByteBuffer()
         frame.reserveCapacity(bytes.count + 1)
         frame.writeBytes(bytes)
         frame.writeInteger(UInt8(ascii: "\n"))
-        outbox.enqueue(frame)
+        return frame
     }
 }
 
