@@ -41,6 +41,10 @@ final class SQLiteStore: CloudStore {
             try db.execute(sql: "PRAGMA synchronous = FULL; \(WALCheckpointer.writerPragmas)")
         }
         let pool = try DatabasePool(path: path, configuration: configuration)
+        // Once more on the open writer: GRDB's pool turns WAL on after `prepareDatabase` and sets the writer's
+        // `synchronous` to `NORMAL` as it does, which syncs the WAL only at checkpoints (an answered write lost
+        // to a power cut). `SQLiteStoreDurabilityTests` reads it back.
+        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         self.pool = pool
         self.onCommit = onCommit
         self.eventRetention = max(eventRetention, 1)
