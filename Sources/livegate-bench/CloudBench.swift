@@ -109,11 +109,35 @@ extension Bench {
                     + "this benchmark \(ownPerWrite)"
             )
         }
+        try await measureRequestFloor(label, base: base, access: access, cloud: cloud)
         let rate = pacedWriteRate ?? fullRate / 2
         let paced = try await pacedWrites(base: base, access: access, rate: rate, seconds: 4, writers: 64, padding: padding)
         say(
             "cloud (\(label)) writes at \(Int(rate))/s (\(pacedWriteRate == nil ? "half the 64-client rate" : "--paced-write-rate")): p50 \(format(paced.p50)) ms, p99 \(format(paced.p99)) ms "
                 + "(\(paced.count) writes)"
+        )
+    }
+
+    /// What any request costs before a store is involved: 64 clients at once, as the 64-writer row, each sending
+    /// `GET /v1/stats` (the same headers as a write, no body, no store, an answer of a few hundred bytes) one after
+    /// the other. Its rate and CPU a request bound what the write rows can reach on this machine.
+    private func measureRequestFloor(_ label: String, base: String, access: String, cloud: Child) async throws {
+        let requests = 16_000
+        let clients = 64
+        let (cloudCPU, ownCPU) = (cloud.cpuSeconds, Child.cpuSeconds(process: "self"))
+        let threads = try WriterThreads(clients, base: base)
+        let started = DispatchTime.now().uptimeNanoseconds
+        try await threads.run { _, connection in
+            for _ in 0..<(requests / clients) {
+                let status = try connection.request("GET", CloudPath.stats, body: "", token: access)
+                guard status == 200 else { throw BenchError("GET \(CloudPath.stats): HTTP \(status)") }
+            }
+        }
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+        let perRequest = { (seconds: Double) in String(format: "%.0f", seconds * 1e6 / Double(requests)) }
+        say(
+            "cloud (\(label)) requests with no store (GET /v1/stats), \(clients) clients at once: \(Int(Double(requests) / seconds)) requests/s, "
+                + "CPU µs a request: cloud \(perRequest(cloud.cpuSeconds - cloudCPU)), this benchmark \(perRequest(Child.cpuSeconds(process: "self") - ownCPU))"
         )
     }
 
