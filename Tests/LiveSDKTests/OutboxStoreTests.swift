@@ -15,6 +15,16 @@ import Testing
         try await body(try OutboxStore(path: directory + "/outbox.sqlite", monitor: StorageMonitor()))
     }
 
+    /// A committed write is in the database file itself: a rollback journal and `synchronous = FULL` on the
+    /// connection that commits (GRDB sets `NORMAL` on a pool's writer when it turns WAL on; the outbox is no pool).
+    @Test func theOutboxCommitsThroughARollbackJournalSyncedInFull() async throws {
+        try await Self.withOutbox { outbox in
+            let (journalMode, synchronous) = try outbox.durability()
+            #expect(journalMode == "delete")
+            #expect(synchronous == 2)
+        }
+    }
+
     /// The engine closes its outbox on the way out while an observation's start or a write may still reach it.
     /// GRDB's `DatabaseQueue` gave SQLite the closed connection's null handle: the test process (as the daemon
     /// did, stopped in `PolicyTests`) died with SIGSEGV in `sqlite3_get_autocommit`. Every use now fails with

@@ -240,6 +240,14 @@ final class OutboxStore: Sendable {
     }
 
     /// Closes the file. Any use afterwards fails (``LiveError/Code/cacheFailure``: the outbox is closed).
+    /// The open connection's journal mode and `synchronous` level, read back (tests: what the outbox promises
+    /// above is what SQLite was told).
+    func durability() throws -> (journalMode: String?, synchronous: Int?) {
+        try queue.inDatabase { db in
+            (try String.fetchOne(db, sql: "PRAGMA journal_mode"), try Int.fetchOne(db, sql: "PRAGMA synchronous"))
+        }
+    }
+
     func close() throws(LiveError) {
         do {
             try queue.close()
