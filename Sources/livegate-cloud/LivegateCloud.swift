@@ -115,6 +115,8 @@ struct Serve: AsyncParsableCommand {
     var streamMessageLimit = 32 * 1024
 
     func run() async throws {
+        // Every logger of the process, Hummingbird's per request among them (``CloudLogHandler``).
+        LoggingSystem.bootstrap(CloudLogHandler.init(label:))
         let users = try Self.readUsers(usersFile)
         var permissions = Permissions.open
         if let permissionsFile {
