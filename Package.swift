@@ -226,7 +226,7 @@ let package = Package(
         .testTarget(
             name: "LiveGateCloudTests",
             dependencies: [
-                "LiveGateCloud", "LiveCloudAPI", "LiveJSON", .product(name: "GRDB", package: "GRDB.swift"),
+                "LiveGateCloud", "LiveCloudAPI", "LiveJSON", "LiveSQLite", .product(name: "GRDB", package: "GRDB.swift"),
                 server("HummingbirdWebSocket", "hummingbird-websocket"), server("Logging", "swift-log"),
             ],
             swiftSettings: swiftSettings

@@ -2,6 +2,7 @@
 
 import Foundation
 import GRDB
+import LiveSQLite
 import Testing
 
 @testable import LiveGateCloud
@@ -17,11 +18,16 @@ import Testing
         for _ in 0..<2 {
             let store = try SQLiteStore(path: directory + "/cloud.sqlite") { _, _ in }
             defer { try? store.close() }
-            let (mode, synchronous) = try await store.pool.writeWithoutTransaction { db in
-                (try String.fetchOne(db, sql: "PRAGMA journal_mode"), try Int.fetchOne(db, sql: "PRAGMA synchronous"))
+            let (mode, synchronous, autocheckpoint) = try await store.pool.writeWithoutTransaction { db in
+                (
+                    try String.fetchOne(db, sql: "PRAGMA journal_mode"), try Int.fetchOne(db, sql: "PRAGMA synchronous"),
+                    try Int.fetchOne(db, sql: "PRAGMA wal_autocheckpoint")
+                )
             }
             #expect(mode == "wal")
             #expect(synchronous == 2, "PRAGMA synchronous is \(synchronous.map(String.init) ?? "nil"), not 2 (FULL)")
+            // The writer's own checkpoint only as the backstop: the checkpointer beside it does the work.
+            #expect(autocheckpoint == WALCheckpointer.backstopPages)
         }
     }
 }
