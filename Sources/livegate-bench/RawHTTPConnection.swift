@@ -77,6 +77,51 @@ final class RawHTTPConnection {
         }
     }
 
+    /// The status code and the `Content-Length` of an answer's head (its bytes up to and with the blank line).
+    static func statusAndLength(_ head: ArraySlice<UInt8>) throws -> (status: Int, length: Int?) {
+        func text() -> String { String(decoding: head.prefix(200), as: UTF8.self) }
+        // "HTTP/1.x NNN ..."
+        let start = head.startIndex
+        guard head.count >= 12, head[start..<start + 7].elementsEqual("HTTP/1.".utf8), head[start + 8] == 32 else {
+            throw BenchError("not an HTTP answer: \(text())")
+        }
+        var status = 0
+        for byte in head[start + 9..<start + 12] {
+            guard (48...57).contains(byte) else { throw BenchError("not an HTTP answer: \(text())") }
+            status = status * 10 + Int(byte - 48)
+        }
+        var length: Int?
+        var line = start
+        while let end = head[line...].firstIndex(of: 10) {
+            let field = head[line..<end]
+            line = end + 1
+            guard let colon = field.firstIndex(of: 58) else { continue }
+            let name = field[field.startIndex..<colon]
+            if Self.named(name, "content-length") {
+                var value = 0
+                var digits = 0
+                for byte in field[(colon + 1)...] where byte != 32 && byte != 9 && byte != 13 {
+                    guard (48...57).contains(byte) else { throw BenchError("a Content-Length that is not a number: \(text())") }
+                    value = value * 10 + Int(byte - 48)
+                    digits += 1
+                }
+                guard digits > 0 else { throw BenchError("an empty Content-Length: \(text())") }
+                length = value
+            } else if Self.named(name, "transfer-encoding") {
+                throw BenchError("an answer with Transfer-Encoding: not read by this client")
+            }
+        }
+        return (status, length)
+    }
+
+    /// Whether a header's name is `lowercase` (ASCII, any case).
+    private static func named(_ name: ArraySlice<UInt8>, _ lowercase: StaticString) -> Bool {
+        guard name.count == lowercase.utf8CodeUnitCount else { return false }
+        return lowercase.withUTF8Buffer { expected in
+            zip(name, expected).allSatisfy { byte, wanted in (byte >= 65 && byte <= 90 ? byte + 32 : byte) == wanted }
+        }
+    }
+
     private func readAnswer() throws -> Int {
         // The head: up to the blank line.
         var headEnd: Int?
@@ -94,20 +139,11 @@ final class RawHTTPConnection {
             searched = buffered
             try fill(atLeast: buffered + 1)
         }
-        let head = String(decoding: buffer[0..<headEnd!], as: UTF8.self)
-        let lines = head.split(separator: "\r\n")
-        let statusLine = lines.first ?? ""
-        let fields = statusLine.split(separator: " ")
-        guard fields.count >= 2, fields[0].hasPrefix("HTTP/1."), let status = Int(fields[1]) else {
-            throw BenchError("not an HTTP answer: \(statusLine)")
+        // Read as bytes, not strings: splitting and trimming the head as text was a third of this client's CPU.
+        let (status, length) = try Self.statusAndLength(buffer[0..<headEnd!])
+        guard let length else {
+            throw BenchError("an answer without Content-Length: \(String(decoding: buffer[0..<headEnd!], as: UTF8.self).prefix(200))")
         }
-        var length: Int?
-        for line in lines.dropFirst() {
-            let lower = line.lowercased()
-            if lower.hasPrefix("content-length:") { length = Int(lower.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) }
-            if lower.hasPrefix("transfer-encoding:") { throw BenchError("an answer with \(line): not read by this client") }
-        }
-        guard let length else { throw BenchError("an answer without Content-Length: \(statusLine)") }
         try fill(atLeast: headEnd! + length)
         let consumed = headEnd! + length
         if buffered > consumed {
