@@ -14,7 +14,7 @@ import PostgresNIO
 /// idempotency keys it touches once, then applies each write to what the writes before it left (its
 /// precondition is checked against that, and a key used twice in one batch answers the second use as a
 /// retry of the first). A write whose access grant came from the instance's memory (``PendingWrite/grant``)
-/// is first checked against the token table, all such writes in one statement: a token another instance revoked
+/// is first checked against the token table, in the statement that reads the batch's objects: a token another instance revoked
 /// or expired writes nothing, and is answered 401 as a request with it would be. Then one statement stores each object's last state, one appends the events in the
 /// writes' order (their sequence numbers follow it, under the lock), one records the idempotency keys, and
 /// one `NOTIFY` wakes the event pumps at commit.
@@ -47,10 +47,11 @@ struct PostgresBatchWriter: Sendable {
     }
 
     private func apply(_ batch: [PendingWrite], on connection: PostgresConnection) async throws -> [Result<WriteOutcome, any Error>] {
-        let grants = try await grantExpiries(Array(Set(batch.compactMap(\.grant))), on: connection)
+        let read = try await entitiesAndGrants(Array(Set(batch.map(\.key))), Array(Set(batch.compactMap(\.grant))), on: connection)
+        var current = read.entities
+        let grants = read.grants
         let now = TokenGrant.now()
         var remembered = try await appliedWrites(batch.compactMap(\.idempotency), on: connection)
-        var current = try await currentEntities(Array(Set(batch.map(\.key))), on: connection)
         var outcomes: [Result<WriteOutcome, any Error>] = []
         var stored: [EntityKey: Entity] = [:]
         var events: [(entity: Entity, previous: String?)] = []
@@ -98,14 +99,22 @@ struct PostgresBatchWriter: Sendable {
         return outcomes
     }
 
-    /// When each of these access tokens expires, by hash; a token not issued (or revoked) is not there.
-    private func grantExpiries(_ hashes: [String], on connection: PostgresConnection) async throws -> [String: Int64] {
-        guard !hashes.isEmpty else { return [:] }
-        var found: [String: Int64] = [:]
-        for try await (hash, expiresAt) in try await connection.execute(PostgresStatements.AccessGrantExpiries(hashes: hashes), logger: logger) {
-            found[hash] = expiresAt
+    /// The objects by key, and when each of these access tokens expires, by hash (a token not issued, or
+    /// revoked, is not there): one statement.
+    private func entitiesAndGrants(
+        _ keys: [EntityKey],
+        _ hashes: [String],
+        on connection: PostgresConnection
+    ) async throws -> (entities: [EntityKey: Entity], grants: [String: Int64]) {
+        var entities: [EntityKey: Entity] = [:]
+        var grants: [String: Int64] = [:]
+        for try await row in try await connection.execute(PostgresStatements.EntitiesAndGrants(keys: keys, hashes: hashes), logger: logger) {
+            switch row {
+            case .entity(let entity): entities[entity.key] = entity
+            case .grant(let hash, let expiresAt): grants[hash] = expiresAt
+            }
         }
-        return found
+        return (entities, grants)
     }
 
     /// The writes remembered under these idempotency keys: the entity each stored, and its outcome's name.
@@ -116,14 +125,6 @@ struct PostgresBatchWriter: Sendable {
         var found: [IdempotencyKey: (entity: Entity, outcome: String)] = [:]
         for try await (user, key, text, outcome) in try await connection.execute(PostgresStatements.AppliedWrites(keys: keys), logger: logger) {
             found[IdempotencyKey(user: user, key: key)] = (try CloudJSON.decode(Entity.self, from: text), outcome)
-        }
-        return found
-    }
-
-    private func currentEntities(_ keys: [EntityKey], on connection: PostgresConnection) async throws -> [EntityKey: Entity] {
-        var found: [EntityKey: Entity] = [:]
-        for try await entity in try await connection.execute(PostgresStatements.Entities(keys: keys), logger: logger) {
-            found[entity.key] = entity
         }
         return found
     }

@@ -29,23 +29,6 @@ enum PostgresStatements {
         }
     }
 
-    /// When each of these access tokens expires (a write's confirmation of the grants it had in memory).
-    struct AccessGrantExpiries: PostgresPreparedStatement {
-        static let name = "livegate.AccessGrantExpiries"
-        static let sql = "SELECT hash, expires_at FROM token WHERE hash = ANY($1::text[]) AND kind = 'access'"
-        let hashes: [String]
-
-        func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 1)
-            bindings.append(hashes)
-            return bindings
-        }
-
-        func decodeRow(_ row: PostgresRow) throws -> (String, Int64) {
-            try row.decode((String, Int64).self)
-        }
-    }
-
     /// Takes the write lock for the rest of the transaction.
     struct WriteLock: PostgresPreparedStatement {
         static let name = "livegate.WriteLock"
@@ -60,27 +43,40 @@ enum PostgresStatements {
         func decodeRow(_ row: PostgresRow) throws {}
     }
 
-    /// Objects by key.
-    struct Entities: PostgresPreparedStatement {
-        static let name = "livegate.Entities"
+    /// A batch's objects by key and the expiry of its writes' access grants, in one statement (one round trip
+    /// fewer on the write lane's connection, under the write lock): rows `("e", collection, id, version, data,
+    /// created_at, updated_at, deleted, 0)` for the objects, `("g", hash, "", 0, "", "", "", false, expires_at)`
+    /// for the access tokens that are there (one not issued or revoked is not).
+    struct EntitiesAndGrants: PostgresPreparedStatement {
+        static let name = "livegate.EntitiesAndGrants"
         static let sql = """
-            SELECT \(PostgresStore.entityColumns) FROM entity
+            SELECT 'e', \(PostgresStore.entityColumns), 0::bigint FROM entity
             WHERE (collection, id) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+            UNION ALL
+            SELECT 'g', hash, '', 0::bigint, '', '', '', false, expires_at FROM token WHERE hash = ANY($3::text[]) AND kind = 'access'
             """
         let keys: [EntityKey]
+        let hashes: [String]
+
+        enum Row {
+            case entity(Entity)
+            case grant(hash: String, expiresAt: Int64)
+        }
 
         func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 2)
+            var bindings = PostgresBindings(capacity: 3)
             bindings.append(keys.map(\.collection))
             bindings.append(keys.map(\.id))
+            bindings.append(hashes)
             return bindings
         }
 
-        func decodeRow(_ row: PostgresRow) throws -> Entity {
-            let (collection, id, version, data, createdAt, updatedAt, deleted) = try row.decode(
-                (String, String, Int64, String, String, String, Bool).self
+        func decodeRow(_ row: PostgresRow) throws -> Row {
+            let (kind, collection, id, version, data, createdAt, updatedAt, deleted, expiresAt) = try row.decode(
+                (String, String, String, Int64, String, String, String, Bool, Int64).self
             )
-            return try PostgresStore.entity(collection, id, version, data, createdAt, updatedAt, deleted)
+            guard kind == "e" else { return .grant(hash: collection, expiresAt: expiresAt) }
+            return .entity(try PostgresStore.entity(collection, id, version, data, createdAt, updatedAt, deleted))
         }
     }
 
