@@ -8,7 +8,7 @@ import PostgresNIO
 /// The object writes' own way to PostgreSQL: a client on an event loop of its own, and that loop as the
 /// preferred executor of the task that runs the write transactions (``GroupCommit``).
 ///
-/// A write transaction is about eight statements one after another under the write lock, and every other
+/// A write transaction is about seven statements one after another under the write lock, and every other
 /// write waits for it. On the shared loops each statement's answer waited behind the HTTP connections' reads,
 /// then for a thread of the cooperative pool behind the requests' tasks: with 64 writers on 2 cores the
 /// lock's statement alone took 3.3 ms from sent to answered. Here each step runs on a thread that does
