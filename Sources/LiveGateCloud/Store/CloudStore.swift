@@ -349,8 +349,50 @@ enum StoreText {
     /// Milliseconds since 1970 (wall clock: instances on several machines compare it), for expiries and ages.
     static func milliseconds() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
 
-    /// RFC 3339 UTC with milliseconds.
-    static func timestamp(_ date: Date = Date()) -> String {
+    /// RFC 3339 UTC with milliseconds, `2026-11-29T08:14:23.123Z`, by Foundation's ISO 8601 format style.
+    /// Every write stamps its object, and the format style's calendar work was ~1 % of the cloud's request
+    /// tasks: ``timestamp(_:)`` writes the same text by hand (`StoreTextTimestampTests` compares them).
+    static func foundationTimestamp(_ date: Date) -> String {
         date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+    }
+
+    /// ``foundationTimestamp(_:)``'s text for any date a clock gives, written by hand (a date before year 0 or
+    /// past 9999 is left to Foundation).
+    static func timestamp(_ date: Date = Date()) -> String {
+        // As Foundation counts: whole seconds since 2001 and the milliseconds of the rest, truncated.
+        let sinceReference = date.timeIntervalSinceReferenceDate
+        let wholeSeconds = sinceReference.rounded(.down)
+        guard abs(wholeSeconds) < 1e15 else {
+            return foundationTimestamp(date)
+        }
+        let millisecond = min(999, Int((sinceReference - wholeSeconds) * 1000))
+        var seconds = time_t(Int64(wholeSeconds) + Int64(Date.timeIntervalBetween1970AndReferenceDate))
+        var parts = tm()
+        guard gmtime_r(&seconds, &parts) != nil, (0...9999).contains(Int(parts.tm_year) + 1900) else {
+            return foundationTimestamp(date)
+        }
+        var bytes = [UInt8](repeating: 0, count: 24)
+        func put(_ value: Int, at offset: Int, digits: Int) {
+            var value = value
+            for index in stride(from: offset + digits - 1, through: offset, by: -1) {
+                bytes[index] = UInt8(48 + value % 10)
+                value /= 10
+            }
+        }
+        put(Int(parts.tm_year) + 1900, at: 0, digits: 4)
+        bytes[4] = UInt8(ascii: "-")
+        put(Int(parts.tm_mon) + 1, at: 5, digits: 2)
+        bytes[7] = UInt8(ascii: "-")
+        put(Int(parts.tm_mday), at: 8, digits: 2)
+        bytes[10] = UInt8(ascii: "T")
+        put(Int(parts.tm_hour), at: 11, digits: 2)
+        bytes[13] = UInt8(ascii: ":")
+        put(Int(parts.tm_min), at: 14, digits: 2)
+        bytes[16] = UInt8(ascii: ":")
+        put(Int(parts.tm_sec), at: 17, digits: 2)
+        bytes[19] = UInt8(ascii: ".")
+        put(millisecond, at: 20, digits: 3)
+        bytes[23] = UInt8(ascii: "Z")
+        return String(decoding: bytes, as: UTF8.self)
     }
 }
