@@ -436,16 +436,18 @@ final class SQLiteStore: CloudStore {
     /// An entity's columns (not the generated ones a query index adds, see ``FieldColumns``).
     static let entityColumns = "collection, id, version, data, createdAt, updatedAt, deleted"
 
+    /// An entity from a row of ``entityColumns``, read by position (by name, GRDB lowercases the name at each
+    /// read to find it).
     private static func entity(from row: Row) throws -> Entity {
-        let text: String = row["data"]
+        let text: String = row[3]
         return Entity(
-            collection: row["collection"],
-            id: row["id"],
-            version: row["version"],
+            collection: row[0],
+            id: row[1],
+            version: row[2],
             data: try StoreText.value(text),
-            createdAt: row["createdAt"],
-            updatedAt: row["updatedAt"],
-            deleted: row["deleted"]
+            createdAt: row[4],
+            updatedAt: row[5],
+            deleted: row[6]
         )
     }
 }
