@@ -288,10 +288,14 @@ final class SQLiteStore: CloudStore {
                 guard entity.key == key else { return .keyReused(idempotency.key, by: entity.key) }
                 return IdempotencyKey.replayed(entity, outcome: row["outcome"])
             }
-            let current = try Row.fetchOne(
+            let currentRow = try Row.fetchOne(
                 db.cachedStatement(sql: "SELECT \(Self.entityColumns) FROM entity WHERE collection = ? AND id = ?"),
                 arguments: [key.collection, key.id]
-            ).map(Self.entity(from:))
+            )
+            let current = try currentRow.map(Self.entity(from:))
+            // The event's data before the write, as stored (not parsed and written again): none when the
+            // object did not exist or was deleted (``LoggedEvent/previousText(of:)``).
+            let previousText: String? = current.flatMap { $0.deleted ? nil : currentRow?[3] }
             let entity: Entity
             switch change.apply(to: current, key: key, ifVersion: ifVersion, now: now) {
             case .refuse(let outcome): return outcome
@@ -322,7 +326,7 @@ final class SQLiteStore: CloudStore {
                 ).execute(arguments: [key.collection, joined])
             }
             try db.cachedStatement(sql: "INSERT INTO event (collection, id, version, entity, previous) VALUES (?, ?, ?, ?, ?)").execute(
-                arguments: [key.collection, key.id, entity.version, try StoreText.encode(entity), try LoggedEvent.previousText(of: current)]
+                arguments: [key.collection, key.id, entity.version, try StoreText.encode(entity), previousText]
             )
             let event = LoggedEvent.entity(entity, previous: current.flatMap { $0.deleted ? nil : $0.data })
             let seq = try self.logged(db)
