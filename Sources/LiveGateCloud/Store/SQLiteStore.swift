@@ -37,11 +37,9 @@ final class SQLiteStore: CloudStore {
     ) throws {
         var configuration = Configuration()
         configuration.label = "livegate-cloud.store"
-        configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL; \(WALCheckpointer.writerPragmas)")
-        }
+        configuration.prepareDatabase { db in try db.execute(sql: WALCheckpointer.writerPragmas) }
         let pool = try DatabasePool(path: path, configuration: configuration)
-        // Once more on the open writer: GRDB's pool turns WAL on after `prepareDatabase` and sets the writer's
+        // On the open writer, not in `prepareDatabase`: GRDB's pool turns WAL on after that and sets the writer's
         // `synchronous` to `NORMAL` as it does, which syncs the WAL only at checkpoints (an answered write lost
         // to a power cut). `SQLiteStoreDurabilityTests` reads it back.
         try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }

@@ -239,7 +239,6 @@ final class OutboxStore: Sendable {
         return result!
     }
 
-    /// Closes the file. Any use afterwards fails (``LiveError/Code/cacheFailure``: the outbox is closed).
     /// The open connection's journal mode and `synchronous` level, read back (tests: what the outbox promises
     /// above is what SQLite was told).
     func durability() throws -> (journalMode: String?, synchronous: Int?) {
@@ -248,6 +247,7 @@ final class OutboxStore: Sendable {
         }
     }
 
+    /// Closes the file. Any use afterwards fails (``LiveError/Code/cacheFailure``: the outbox is closed).
     func close() throws(LiveError) {
         do {
             try queue.close()
