@@ -115,26 +115,9 @@ import Testing
         try await withEngine(cluster) { engine in
             // Connected first: observations made before are subscribed (all at once) on connect instead.
             try await eventually("the engine is connected") { await engine.connectionStatus == .connected }
-            let fresh = FreshObjects()
             let started = ContinuousClock.now
-            // All at once, as a client's pipelined requests reach the engine.
-            let tokens = await withTaskGroup(of: NotificationToken.self) { group in
-                for n in 0..<count {
-                    group.addTask {
-                        await engine.object(collection: "items", id: "i\(n)").observe { change in
-                            guard change.dataStatus == .fresh, let snapshot = change.snapshot else { return }
-                            fresh.data.withLock { $0[snapshot.key] = snapshot.data }
-                        }
-                    }
-                }
-                var tokens: [NotificationToken] = []
-                for await token in group { tokens.append(token) }
-                return tokens
-            }
-            let observed = ContinuousClock.now - started
-            try await eventually("every object fresh", timeout: .seconds(30)) { fresh.data.withLock { $0.count } == count }
-            print("batched: observed in \(observed), all fresh after \(ContinuousClock.now - started)")
-            #expect(fresh.data.withLock { $0[EntityKey(collection: "items", id: "i7")] } == ["n": 7])
+            let tokens = try await observeAllAtOnce(engine, count: count) { .object(["n": .number(Double($0))]) }
+            print("batched: all fresh after \(ContinuousClock.now - started)")
             // Each object is read first and subscribed from its read: the subscriptions follow the data.
             try await eventually("every object subscribed", timeout: .seconds(30)) {
                 try await cluster.stats().subscriptions.filter { $0.key.hasPrefix("object:items/") }.count == count
@@ -148,6 +131,94 @@ import Testing
             #expect(reads <= count / 4, "\(reads) read requests for \(count) new observations")
             #expect(messages <= count / 4, "\(messages) realtime messages for \(count) new observations")
             print("batched: \(count) new observations, \(reads) read requests, \(messages) realtime messages")
+            tokens.forEach { $0.invalidate() }
+        }
+    }
+}
+
+extension BatchedCloudAPITests {
+    /// Observes `count` objects `items/i0…` all at once on `engine` (as a client's pipelined requests reach it)
+    /// and waits until each was told fresh with the data `expected` gives it; returns the tokens.
+    func observeAllAtOnce(
+        _ engine: LiveClient,
+        count: Int,
+        expected: @escaping @Sendable (Int) -> JSONValue
+    ) async throws -> [NotificationToken] {
+        let fresh = FreshObjects()
+        let tokens = await withTaskGroup(of: NotificationToken.self) { group in
+            for n in 0..<count {
+                group.addTask {
+                    await engine.object(collection: "items", id: "i\(n)").observe { change in
+                        guard change.dataStatus == .fresh, let snapshot = change.snapshot else { return }
+                        fresh.data.withLock { $0[snapshot.key] = snapshot.data }
+                    }
+                }
+            }
+            var tokens: [NotificationToken] = []
+            for await token in group { tokens.append(token) }
+            return tokens
+        }
+        try await eventually("every object fresh with its last data", timeout: .seconds(60)) {
+            fresh.data.withLock { data in
+                (0..<count).allSatisfy { data[EntityKey(collection: "items", id: "i\($0)")] == expected($0) }
+            }
+        }
+        return tokens
+    }
+
+    /// Writes `count` objects, observes them all from an engine (which caches each with its checkpoint) and stops
+    /// it; then, while no engine runs, changes every `every`-th. Returns each object's data now.
+    func cacheThenChange(_ cluster: TestCluster, count: Int, changingEvery every: Int) async throws -> @Sendable (Int) -> JSONValue {
+        let token = try await cluster.login()
+        for n in 0..<count { _ = try await cluster.put("items", "i\(n)", ["n": .number(Double(n))], token: token) }
+        try await withEngine(cluster) { engine in
+            try await eventually("the engine is connected") { await engine.connectionStatus == .connected }
+            let tokens = try await observeAllAtOnce(engine, count: count) { .object(["n": .number(Double($0))]) }
+            tokens.forEach { $0.invalidate() }
+        }
+        for n in stride(from: 0, to: count, by: every) {
+            _ = try await cluster.put("items", "i\(n)", ["n": .number(Double(n)), "changed": true], token: token)
+        }
+        return { n in n % every == 0 ? .object(["n": .number(Double(n)), "changed": true]) : .object(["n": .number(Double(n))]) }
+    }
+
+    /// A restarted engine's burst of observations the cache holds, more than a realtime message carries: each
+    /// resumes its topic from its checkpoint (the resumptions go out a message at a time, from a task per
+    /// message) and the cloud replays what changed meanwhile. Every object ends fresh with its last data, none
+    /// is fetched again, and the subscriptions took a few messages.
+    @Test func aRestartedEnginesBurstOfCachedObservationsResumesEachTopicWithoutAFetch() async throws {
+        let count = RealtimeClientBatch.maximumRequests + 500
+        let cluster = try await TestCluster.start(startDaemon: false)
+        defer { cluster.stop() }
+        let expected = try await cacheThenChange(cluster, count: count, changingEvery: 10)
+        let before = try await cluster.stats()
+        try await withEngine(cluster) { engine in
+            try await eventually("the engine is connected") { await engine.connectionStatus == .connected }
+            let tokens = try await observeAllAtOnce(engine, count: count, expected: expected)
+            try await eventually("every object subscribed", timeout: .seconds(30)) {
+                try await cluster.stats().subscriptions.filter { $0.key.hasPrefix("object:items/") }.count == count
+            }
+            let after = try await cluster.stats()
+            #expect(after.fetches.filter { $0.key.hasPrefix("items/") }.values.allSatisfy { $0 == 1 }, "resumed, not fetched again")
+            let messages = after.realtimeMessages - before.realtimeMessages
+            #expect(messages <= 10, "\(messages) realtime messages for \(count) resumed observations")
+            tokens.forEach { $0.invalidate() }
+        }
+    }
+
+    /// The same burst when the cloud's log no longer reaches back to the checkpoints: every topic is subscribed
+    /// from the cloud's head instead, and each object is read again.
+    @Test func aRestartedEnginesBurstBeyondTheLogReadsEachObjectAgain() async throws {
+        let count = RealtimeClientBatch.maximumRequests + 500
+        let cluster = try await TestCluster.start(startDaemon: false, cloudArguments: ["--event-retention", "100"])
+        defer { cluster.stop() }
+        // While the engine is away, more writes than the log keeps.
+        let expected = try await cacheThenChange(cluster, count: count, changingEvery: 5)
+        try await withEngine(cluster) { engine in
+            try await eventually("the engine is connected") { await engine.connectionStatus == .connected }
+            let tokens = try await observeAllAtOnce(engine, count: count, expected: expected)
+            let after = try await cluster.stats()
+            #expect(after.fetches.filter { $0.key.hasPrefix("items/") }.values.allSatisfy { $0 == 2 }, "each read again")
             tokens.forEach { $0.invalidate() }
         }
     }

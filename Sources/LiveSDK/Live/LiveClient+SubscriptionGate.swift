@@ -2,13 +2,15 @@
 
 import LiveCloudAPI
 
-/// How many new observations await their topic's subscription at once (after their read, or resuming from
-/// the cache's checkpoint). Each waits in a task whose frames down to the realtime connection's send take
-/// ~11 KB of the task allocator's slabs until the cloud answers; the subscriptions go out a batch at a time
+/// How many new observations await their topic's subscription at once after their read. Each waits in a task
+/// whose frames down to the realtime connection's send take ~11 KB of the task allocator's slabs until the
+/// cloud answers; the subscriptions go out a batch at a time
 /// (``RealtimeClientBatch/maximumRequests``), so a burst of 10,000 new observations held them all at once
 /// (a burst of 100,000: 2.2 GB at its peak, and what stayed, interleaved with them, fragmented the heap). The
 /// rest wait, in order, before entering that chain; two batches' worth keeps one batch in flight and the next
-/// full. The reads are not held back: an observation is fresh before its subscription is made.
+/// full. The reads are not held back: an observation is fresh before its subscription is made. (Observations
+/// resuming from the cache's checkpoints are not gated: a burst of them waits in a task per
+/// ``RealtimeClientBatch/maximumRequests``, see ``LiveClient/activate(_:)``.)
 extension LiveClient {
     static let subscriptionsInFlight = 2 * RealtimeClientBatch.maximumRequests
 

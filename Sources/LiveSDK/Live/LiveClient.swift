@@ -220,10 +220,12 @@ public actor LiveClient {
             group.addTask { await self.handleRealtimeEvents() }
             group.addTask { await self.cache.runCheckpoints() }
             while let batch = await commandSink.next() {
+                // The activations a batch of commands asks for run in one task (a burst's are handed over together).
+                var activations: [EntityKey] = []
                 for command in batch {
                     switch command {
                     case .activate(let key):
-                        group.addTask { await self.activate(key) }
+                        activations.append(key)
                     case .refresh(let key):
                         group.addTask { await self.refresh(key) }
                     case .release(let key):
@@ -247,6 +249,7 @@ public actor LiveClient {
                         }
                     }
                 }
+                if !activations.isEmpty { group.addTask { [activations] in await self.activate(activations) } }
             }
             group.cancelAll()
         }
@@ -362,44 +365,77 @@ public actor LiveClient {
         return tokens
     }
 
-    /// Reads the object, then subscribes its topic from the read: the cloud replays what changed since, so no
-    /// change falls between (see ``RealtimeConnection/acquire(_:readAsOf:)``). A burst of new observations is
-    /// thus read at once, in batches as large as the cloud takes, each subscription made after. When the cache
-    /// holds a checkpoint for the topic (a previous run saw its events up to there), the subscription resumes
-    /// from it instead: the cloud replays what was missed and no fetch is needed. A topic still held (it
-    /// lingers after an observation just ended) is subscribed already: the fetch reads as of its last event.
-    private func activate(_ key: EntityKey) async {
-        guard observations[key] != nil else { return }
-        let topic = Topic.object(key)
-        var checkpoint: Int64?
-        if let read = startCheckpoints.removeValueShrinking(forKey: key) {
-            checkpoint = read  // read with the observation's start
-        } else {
-            do {
-                checkpoint = try await cache.checkpoint(topic)
-            } catch {
-                logger.error("reading a checkpoint failed", metadata: ["key": "\(key)", "error": "\(error)"])
+    /// Activates new observations: each reads its object, then subscribes its topic from the read (the cloud
+    /// replays what changed since, so no change falls between; see ``RealtimeConnection/acquire(_:readAsOf:)``):
+    /// a burst of new observations is thus read at once, in batches as large as the cloud takes, each
+    /// subscription made after. When the cache holds a checkpoint for the topic (a previous run saw its events up
+    /// to there), the subscription resumes from it instead: the cloud replays what was missed and no fetch is
+    /// needed. A topic still held (it lingers after an observation just ended) is subscribed already: the fetch
+    /// reads as of its last event.
+    ///
+    /// The resumptions run from this task (beyond ``RealtimeClientBatch/maximumRequests``, that many at a time in
+    /// a child task each: one realtime message each, the next full while one is in flight), rather than a task
+    /// apiece holding its frames until the cloud answers; the reads run a task each, as any fetch with its
+    /// retries.
+    private func activate(_ keys: [EntityKey]) async {
+        await withDiscardingTaskGroup { group in
+            var resumptions: [(key: EntityKey, topic: Topic, checkpoint: Int64?)] = []
+            for key in keys {
+                guard observations[key] != nil else { continue }
+                let topic = Topic.object(key)
+                var checkpoint: Int64?
+                if let read = startCheckpoints.removeValueShrinking(forKey: key) {
+                    checkpoint = read  // read with the observation's start
+                } else {
+                    do {
+                        checkpoint = try await cache.checkpoint(topic)
+                    } catch {
+                        logger.error("reading a checkpoint failed", metadata: ["key": "\(key)", "error": "\(error)"])
+                    }
+                }
+                // Not while an earlier observation's fetch of the object still runs (it was released and observed
+                // anew): this one would only be told to fetch again after it, and its topic would never be subscribed.
+                if checkpoint == nil, !(await realtime.holds(topic)), !fetching.contains(key) {
+                    group.addTask { await self.refresh(key, subscribingFromTheRead: true) }
+                    continue
+                }
+                if checkpoint != nil {
+                    awaitingCatchUp.insert(key)
+                    observations[key]?.apply { state in
+                        state.resumeStarted()
+                        return nil
+                    }
+                }
+                resumptions.append((key, topic, checkpoint))
+            }
+            guard resumptions.count > RealtimeClientBatch.maximumRequests else {
+                await resume(resumptions)
+                return
+            }
+            var start = 0
+            while start < resumptions.count {
+                let chunk = Array(resumptions[start..<min(start + RealtimeClientBatch.maximumRequests, resumptions.count)])
+                start += chunk.count
+                group.addTask { await self.resume(chunk) }
             }
         }
-        // Not while an earlier observation's fetch of the object still runs (it was released and observed anew):
-        // this one would only be told to fetch again after it, and its topic would never be subscribed.
-        if checkpoint == nil, !(await realtime.holds(topic)), !fetching.contains(key) {
-            await refresh(key, subscribingFromTheRead: true)
-            return
-        }
-        if checkpoint != nil {
-            awaitingCatchUp.insert(key)
-            observations[key]?.apply { state in
-                state.resumeStarted()
-                return nil
+    }
+
+    /// Acquires the topics of observations being activated, resuming each from its checkpoint where there is one;
+    /// an observation whose topic was not resumed (subscribed from the cloud's head, or refused) is read.
+    private func resume(_ resumptions: [(key: EntityKey, topic: Topic, checkpoint: Int64?)]) async {
+        let outcomes = await realtime.acquire(resumptions.map { ($0.topic, $0.checkpoint) })
+        await withDiscardingTaskGroup { group in
+            for (resumption, outcome) in zip(resumptions, outcomes) {
+                switch outcome {
+                case .resumed:
+                    continue  // caughtUp follows the replay
+                case .subscribed, .refused:
+                    let key = resumption.key
+                    if awaitingCatchUp.removeShrinking(key) != nil { observations[key]?.apply { $0.resumeAbandoned() } }
+                    group.addTask { await self.refresh(key) }
+                }
             }
-        }
-        switch await gatedSubscription({ await realtime.acquire(topic, since: checkpoint) }) {
-        case .resumed:
-            return  // caughtUp follows the replay
-        case .subscribed, .refused:
-            if awaitingCatchUp.removeShrinking(key) != nil { observations[key]?.apply { $0.resumeAbandoned() } }
-            await refresh(key)
         }
     }
 

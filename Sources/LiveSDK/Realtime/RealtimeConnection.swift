@@ -40,6 +40,8 @@ actor RealtimeConnection {
     private var writer: WebSocketOutboundWriter?
     private var nextRef: Int64 = 0
     private var pendingAcks: [Int64: CheckedContinuation<RealtimeServerMessage?, Never>] = [:]
+    /// Requests whose answer a caller of ``sendAll(_:)`` waits for with others: its wait, and the request's place in it.
+    private var groupedAcks: [Int64: (group: AnswerGroup, index: Int)] = [:]
     private var earlyAnswers: [Int64: RealtimeServerMessage] = [:]
     /// Requests waiting to be written (see ``send(_:_:since:)``), whether a write is under way, and the refs of
     /// requests whose write failed before their sender waited.
@@ -143,6 +145,42 @@ actor RealtimeConnection {
         }
     }
 
+    /// ``acquire(_:since:)`` for many topics from one task: the subscriptions the first references need go out
+    /// together (in batches, as any) and one wait takes every answer. A burst of observations activated at once
+    /// (thousands told a cached copy, each resuming its topic from its checkpoint) thus costs one task, not one
+    /// each, with its frames held until the cloud answers. Returns the outcomes in the order of `requests`.
+    func acquire(_ requests: [(topic: Topic, since: Int64?)]) async -> [AcquireOutcome] {
+        var outcomes = [AcquireOutcome](repeating: .subscribed, count: requests.count)
+        var subscriptions: [(index: Int, topic: Topic, from: Int64?)] = []
+        // Topics whose first acquirer's subscription is still unanswered: told "subscribed" once it is answered.
+        var awaitingOthers: [Topic] = []
+        for (index, (topic, since)) in requests.enumerated() {
+            let first = !machine.wants(topic)
+            let subscribeNow = machine.acquire(topic)
+            if first, let since { machine.heard(since, of: topic) }
+            if subscribeNow {
+                // Listed at once: a later request for the same topic in `requests` waits for this answer too.
+                subscribing[topic] = []
+                subscriptions.append((index, topic, since.flatMap { _ in machine.heard(topic)?.seq }))
+            } else if subscribing[topic] != nil {
+                awaitingOthers.append(topic)
+            }
+        }
+        let answers = await sendAll(subscriptions.map { (.subscribe, $0.topic, $0.from) })
+        for (subscription, answer) in zip(subscriptions, answers) {
+            for waiter in subscribing.removeValueShrinking(forKey: subscription.topic) ?? [] { waiter.resume() }
+            switch took(answer, of: subscription.topic, resumingFrom: subscription.from) {
+            case .noAnswer, .notResumed: outcomes[subscription.index] = .subscribed
+            case .resumed: outcomes[subscription.index] = .resumed
+            case .refused(let answer): outcomes[subscription.index] = .refused(answer)
+            }
+        }
+        for topic in awaitingOthers where subscribing[topic] != nil {
+            await withCheckedContinuation { subscribing[topic, default: []].append($0) }
+        }
+        return outcomes
+    }
+
     private enum SubscribeAnswer {
         /// The link went down first: the topic is subscribed on connect.
         case noAnswer
@@ -158,6 +196,11 @@ actor RealtimeConnection {
         subscribing[topic] = []
         let answer = await send(.subscribe, topic, since: resumeFrom)
         for waiter in subscribing.removeValueShrinking(forKey: topic) ?? [] { waiter.resume() }
+        return took(answer, of: topic, resumingFrom: resumeFrom)
+    }
+
+    /// Takes in the answer to the `subscribe` of a topic just acquired first (resuming from `resumeFrom`).
+    private func took(_ answer: RealtimeServerMessage?, of topic: Topic, resumingFrom resumeFrom: Int64?) -> SubscribeAnswer {
         guard let answer else { return .noAnswer }
         if answer.op == .error {
             machine.abandon(topic)
@@ -489,6 +532,38 @@ actor RealtimeConnection {
         return await withCheckedContinuation { pendingAcks[ref] = $0 }
     }
 
+    /// ``send(_:_:since:)`` for many requests from one task: queued together, and one wait takes every answer
+    /// (`nil` for a request not sent, or sent on a connection that went down), in the order of `requests`.
+    private func sendAll(
+        _ requests: [(op: RealtimeClientMessage.Operation, topic: Topic, since: Int64?)]
+    ) async -> [RealtimeServerMessage?] {
+        guard writer != nil, !requests.isEmpty else { return Array(repeating: nil, count: requests.count) }
+        let connection = connectionGeneration
+        var refs: [Int64] = []
+        refs.reserveCapacity(requests.count)
+        for request in requests {
+            let ref = queue(request.op, request.topic, since: request.since)
+            if request.op == .subscribe, request.since != nil { resuming[ref] = request.topic }
+            refs.append(ref)
+        }
+        await writeOutgoing()
+        let group = AnswerGroup(count: refs.count)
+        // Not sent, or sent on a connection that is gone (a new one may be up already): no answer will come.
+        let linkLost = writer == nil || connection != connectionGeneration
+        for (index, ref) in refs.enumerated() {
+            // The actor is reentrant: an answer may have arrived while the write was suspended.
+            if let early = earlyAnswers.removeValueShrinking(forKey: ref) {
+                group.answers[index] = early
+                continue
+            }
+            guard unsent.removeShrinking(ref) == nil, !linkLost else { continue }
+            groupedAcks[ref] = (group, index)
+            group.awaited += 1
+        }
+        guard group.awaited > 0 else { return group.answers }
+        return await withCheckedContinuation { group.continuation = $0 }
+    }
+
     /// Queues a request for the next batch (see ``writeOutgoing()``); returns its ref.
     private func queue(_ op: RealtimeClientMessage.Operation, _ topic: Topic, since: Int64? = nil) -> Int64 {
         nextRef += 1
@@ -543,6 +618,8 @@ actor RealtimeConnection {
             }
             if let continuation = pendingAcks.removeValueShrinking(forKey: request.ref) {
                 continuation.resume(returning: nil)
+            } else if let (group, index) = groupedAcks.removeValueShrinking(forKey: request.ref) {
+                group.answer(index, nil)
             } else {
                 unsent.insert(request.ref)
             }
@@ -557,6 +634,8 @@ actor RealtimeConnection {
         }
         if let continuation = pendingAcks.removeValueShrinking(forKey: ref) {
             continuation.resume(returning: answer)
+        } else if let (group, index) = groupedAcks.removeValueShrinking(forKey: ref) {
+            group.answer(index, answer)
         } else if unawaited.removeShrinking(ref) != nil {
             return
         } else if ref <= nextRef {
@@ -577,6 +656,29 @@ actor RealtimeConnection {
         let pending = pendingAcks
         pendingAcks.removeAll()
         for continuation in pending.values { continuation.resume(returning: nil) }
+        let grouped = groupedAcks
+        groupedAcks.removeAll()
+        for (group, index) in grouped.values { group.answer(index, nil) }
+    }
+}
+
+/// One wait for the answers of several requests (``RealtimeConnection/sendAll(_:)``). Used on the realtime
+/// connection's executor only.
+private final class AnswerGroup {
+    var answers: [RealtimeServerMessage?]
+    /// How many answers are still awaited.
+    var awaited = 0
+    var continuation: CheckedContinuation<[RealtimeServerMessage?], Never>?
+
+    init(count: Int) { answers = Array(repeating: nil, count: count) }
+
+    /// The answer at `index` came (`nil`: none will); the last awaited ends the wait.
+    func answer(_ index: Int, _ message: RealtimeServerMessage?) {
+        answers[index] = message
+        awaited -= 1
+        guard awaited == 0, let continuation else { return }
+        self.continuation = nil
+        continuation.resume(returning: answers)
     }
 }
 
