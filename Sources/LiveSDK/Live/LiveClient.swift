@@ -378,24 +378,29 @@ public actor LiveClient {
     /// apiece holding its frames until the cloud answers; the reads run a task each, as any fetch with its
     /// retries.
     private func activate(_ keys: [EntityKey]) async {
+        var candidates: [(key: EntityKey, topic: Topic, checkpoint: Int64?)] = []
+        for key in keys where observations[key] != nil {
+            let topic = Topic.object(key)
+            var checkpoint: Int64?
+            if let read = startCheckpoints.removeValueShrinking(forKey: key) {
+                checkpoint = read  // read with the observation's start
+            } else {
+                do {
+                    checkpoint = try await cache.checkpoint(topic)
+                } catch {
+                    logger.error("reading a checkpoint failed", metadata: ["key": "\(key)", "error": "\(error)"])
+                }
+            }
+            candidates.append((key, topic, checkpoint))
+        }
+        // One call for the batch: the fetches below then all start before any of them runs, and go out together.
+        let held = await realtime.held(candidates.compactMap { $0.checkpoint == nil ? $0.topic : nil })
         await withDiscardingTaskGroup { group in
             var resumptions: [(key: EntityKey, topic: Topic, checkpoint: Int64?)] = []
-            for key in keys {
-                guard observations[key] != nil else { continue }
-                let topic = Topic.object(key)
-                var checkpoint: Int64?
-                if let read = startCheckpoints.removeValueShrinking(forKey: key) {
-                    checkpoint = read  // read with the observation's start
-                } else {
-                    do {
-                        checkpoint = try await cache.checkpoint(topic)
-                    } catch {
-                        logger.error("reading a checkpoint failed", metadata: ["key": "\(key)", "error": "\(error)"])
-                    }
-                }
+            for (key, topic, checkpoint) in candidates where observations[key] != nil {
                 // Not while an earlier observation's fetch of the object still runs (it was released and observed
                 // anew): this one would only be told to fetch again after it, and its topic would never be subscribed.
-                if checkpoint == nil, !(await realtime.holds(topic)), !fetching.contains(key) {
+                if checkpoint == nil, !held.contains(topic), !fetching.contains(key) {
                     group.addTask { await self.refresh(key, subscribingFromTheRead: true) }
                     continue
                 }

@@ -214,8 +214,8 @@ actor RealtimeConnection {
         return .notResumed
     }
 
-    /// Whether `topic` is held or lingers (subscribed, or to be subscribed on connect).
-    func holds(_ topic: Topic) -> Bool { machine.wants(topic) }
+    /// Those of `topics` that are held or linger (subscribed, or to be subscribed on connect).
+    func held(_ topics: [Topic]) -> Set<Topic> { Set(topics.lazy.filter { self.machine.wants($0) }) }
 
     /// What ``acquire(_:readAsOf:)`` did.
     enum ReadSubscription: Sendable {
