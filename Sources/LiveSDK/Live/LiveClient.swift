@@ -378,8 +378,9 @@ public actor LiveClient {
     /// apiece holding its frames until the cloud answers; the reads run a task each, as any fetch with its
     /// retries.
     private func activate(_ keys: [EntityKey]) async {
-        var candidates: [(key: EntityKey, topic: Topic, checkpoint: Int64?)] = []
-        for key in keys where observations[key] != nil {
+        var candidates: [(observation: SharedObjectObservation, topic: Topic, checkpoint: Int64?)] = []
+        for key in keys {
+            guard let observation = observations[key] else { continue }
             let topic = Topic.object(key)
             var checkpoint: Int64?
             if let read = startCheckpoints.removeValueShrinking(forKey: key) {
@@ -391,13 +392,16 @@ public actor LiveClient {
                     logger.error("reading a checkpoint failed", metadata: ["key": "\(key)", "error": "\(error)"])
                 }
             }
-            candidates.append((key, topic, checkpoint))
+            candidates.append((observation, topic, checkpoint))
         }
         // One call for the batch: the fetches below then all start before any of them runs, and go out together.
-        let held = await realtime.held(candidates.compactMap { $0.checkpoint == nil ? $0.topic : nil })
+        let unresumable = candidates.compactMap { $0.checkpoint == nil ? $0.topic : nil }
+        let held = unresumable.isEmpty ? [] : await realtime.held(unresumable)
         await withDiscardingTaskGroup { group in
             var resumptions: [(key: EntityKey, topic: Topic, checkpoint: Int64?)] = []
-            for (key, topic, checkpoint) in candidates where observations[key] != nil {
+            // Not one released meanwhile (observed anew, its key has an observation of its own, activated on its own).
+            for (observation, topic, checkpoint) in candidates where observations[observation.key] === observation {
+                let key = observation.key
                 // Not while an earlier observation's fetch of the object still runs (it was released and observed
                 // anew): this one would only be told to fetch again after it, and its topic would never be subscribed.
                 if checkpoint == nil, !held.contains(topic), !fetching.contains(key) {
