@@ -410,7 +410,7 @@ public actor LiveClient {
                 }
                 if checkpoint != nil {
                     awaitingCatchUp.insert(key)
-                    observation.apply { state in
+                    observations[key]?.apply { state in
                         state.resumeStarted()
                         return nil
                     }
