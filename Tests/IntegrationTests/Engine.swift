@@ -4,6 +4,7 @@ import LiveSDK
 import Logging
 import NIOCore
 import NIOPosix
+import Synchronization
 
 /// An engine of its own on the cluster's cloud, run for the duration of `body` (on a loop of `eventLoopGroup`).
 func withEngine(
@@ -30,6 +31,12 @@ func withEngine(
         throw error
     }
     running.cancel()
-    await running.value
+    // Bounded: an engine whose run does not end once cancelled (a wait nothing resumes) fails the test, not hangs it.
+    let stopped = Mutex(false)
+    Task {
+        await running.value
+        stopped.withLock { $0 = true }
+    }
+    try await eventually("the engine's run ended after its cancellation", timeout: .seconds(30)) { stopped.withLock { $0 } }
     await engine.close()
 }

@@ -28,8 +28,16 @@ extension LiveClient {
         if subscriptionGate.running < Self.subscriptionsInFlight {
             subscriptionGate.running += 1
         } else {
-            // Resumed by a subscription that ends, which hands its place over (the count stays).
-            await withCheckedContinuation { subscriptionGate.waiters.append($0) }
+            // Resumed by a subscription that ends, which hands its place over (the count stays). Checked again in
+            // the body: the call may suspend before running it, and a place may have come free meanwhile.
+            await withCheckedContinuation { waiter in
+                if subscriptionGate.running < Self.subscriptionsInFlight {
+                    subscriptionGate.running += 1
+                    waiter.resume()
+                } else {
+                    subscriptionGate.waiters.append(waiter)
+                }
+            }
         }
         subscriptionGate.mostRunning = max(subscriptionGate.mostRunning, subscriptionGate.running)
         let result = await subscribe()

@@ -135,7 +135,9 @@ actor RealtimeConnection {
         let subscribeNow = machine.acquire(topic)
         if first, let since { machine.heard(since, of: topic) }
         guard subscribeNow else {
-            if subscribing[topic] != nil { await withCheckedContinuation { subscribing[topic, default: []].append($0) } }
+            await withCheckedContinuation { waiter in
+                if subscribing[topic] != nil { subscribing[topic]?.append(waiter) } else { waiter.resume() }
+            }
             return .subscribed
         }
         switch await subscribe(topic, from: since.flatMap { _ in machine.heard(topic)?.seq }) {
@@ -175,8 +177,11 @@ actor RealtimeConnection {
             case .refused(let answer): outcomes[subscription.index] = .refused(answer)
             }
         }
-        for topic in awaitingOthers where subscribing[topic] != nil {
-            await withCheckedContinuation { subscribing[topic, default: []].append($0) }
+        for topic in awaitingOthers {
+            // Checked in the body: the call may suspend before running it, and the answer may come meanwhile.
+            await withCheckedContinuation { waiter in
+                if subscribing[topic] != nil { subscribing[topic]?.append(waiter) } else { waiter.resume() }
+            }
         }
         return outcomes
     }
@@ -524,12 +529,16 @@ actor RealtimeConnection {
         let connection = connectionGeneration
         if op == .subscribe, since != nil { resuming[ref] = topic }
         await writeOutgoing()
-        // The actor is reentrant: the answer may already have arrived while the write was suspended.
-        if let early = earlyAnswers.removeValueShrinking(forKey: ref) { return early }
-        let wasUnsent = unsent.removeShrinking(ref) != nil
-        // Not sent, or sent on a connection that is gone (a new one may be up already): no answer will come.
-        guard !wasUnsent, writer != nil, connection == connectionGeneration else { return nil }
-        return await withCheckedContinuation { pendingAcks[ref] = $0 }
+        // Everything below in the body: the call may suspend before running it (an executor switch), and an answer
+        // or the connection's loss handled meanwhile would find no waiter to give it to.
+        return await withCheckedContinuation { continuation in
+            // The actor is reentrant: the answer may already have arrived while the write was suspended.
+            if let early = earlyAnswers.removeValueShrinking(forKey: ref) { return continuation.resume(returning: early) }
+            let wasUnsent = unsent.removeShrinking(ref) != nil
+            // Not sent, or sent on a connection that is gone (a new one may be up already): no answer will come.
+            guard !wasUnsent, writer != nil, connection == connectionGeneration else { return continuation.resume(returning: nil) }
+            pendingAcks[ref] = continuation
+        }
     }
 
     /// ``send(_:_:since:)`` for many requests from one task: queued together, and one wait takes every answer
@@ -547,21 +556,28 @@ actor RealtimeConnection {
             refs.append(ref)
         }
         await writeOutgoing()
-        let group = AnswerGroup(count: refs.count)
-        // Not sent, or sent on a connection that is gone (a new one may be up already): no answer will come.
-        let linkLost = writer == nil || connection != connectionGeneration
-        for (index, ref) in refs.enumerated() {
-            // The actor is reentrant: an answer may have arrived while the write was suspended.
-            if let early = earlyAnswers.removeValueShrinking(forKey: ref) {
-                group.answers[index] = early
-                continue
+        // Everything below in the body: the call may suspend before running it (an executor switch), and an answer
+        // or the connection's loss handled meanwhile would find no waiter to give it to.
+        return await withCheckedContinuation { continuation in
+            let group = AnswerGroup(count: refs.count)
+            // Not sent, or sent on a connection that is gone (a new one may be up already): no answer will come.
+            let linkLost = writer == nil || connection != connectionGeneration
+            for (index, ref) in refs.enumerated() {
+                // The actor is reentrant: an answer may have arrived while the write was suspended.
+                if let early = earlyAnswers.removeValueShrinking(forKey: ref) {
+                    group.answers[index] = early
+                    continue
+                }
+                guard unsent.removeShrinking(ref) == nil, !linkLost else { continue }
+                groupedAcks[ref] = (group, index)
+                group.awaited += 1
             }
-            guard unsent.removeShrinking(ref) == nil, !linkLost else { continue }
-            groupedAcks[ref] = (group, index)
-            group.awaited += 1
+            if group.awaited == 0 {
+                continuation.resume(returning: group.answers)
+            } else {
+                group.continuation = continuation
+            }
         }
-        guard group.awaited > 0 else { return group.answers }
-        return await withCheckedContinuation { group.continuation = $0 }
     }
 
     /// Queues a request for the next batch (see ``writeOutgoing()``); returns its ref.

@@ -60,7 +60,11 @@ public actor Session {
             case .useToken(let token):
                 return token
             case .waitForLogin:
-                await withCheckedContinuation { waiters.append($0) }
+                // Checked again in the body: the call may suspend before running it (an executor switch), and the
+                // login may end meanwhile, after resuming the waiters it had.
+                await withCheckedContinuation { waiter in
+                    if machine.state == .establishing { waiters.append(waiter) } else { waiter.resume() }
+                }
             case .fail(let reason):
                 throw LiveError(code: .unauthenticated, message: reason)
             case .startLogin:
