@@ -410,7 +410,7 @@ public actor LiveClient {
                 }
                 if checkpoint != nil {
                     awaitingCatchUp.insert(key)
-                    observations[key]?.apply { state in
+                    observation.apply { state in
                         state.resumeStarted()
                         return nil
                     }

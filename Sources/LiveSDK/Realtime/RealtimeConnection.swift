@@ -39,11 +39,10 @@ actor RealtimeConnection {
     private var machine = RealtimeConnectionStateMachine()
     private var writer: WebSocketOutboundWriter?
     private var nextRef: Int64 = 0
-    private var pendingAcks: [Int64: CheckedContinuation<RealtimeServerMessage?, Never>] = [:]
-    /// Requests whose answer a caller of ``sendAll(_:)`` waits for with others: its wait, and the request's place in it.
+    /// Requests whose answer a caller of ``sendAll(_:)`` waits for: its wait, and the request's place in it.
     private var groupedAcks: [Int64: (group: AnswerGroup, index: Int)] = [:]
     private var earlyAnswers: [Int64: RealtimeServerMessage] = [:]
-    /// Requests waiting to be written (see ``send(_:_:since:)``), whether a write is under way, and the refs of
+    /// Requests waiting to be written (see ``sendAll(_:)``), whether a write is under way, and the refs of
     /// requests whose write failed before their sender waited.
     private var outgoing: [RealtimeClientMessage] = []
     private var writingOutgoing = false
@@ -131,20 +130,7 @@ actor RealtimeConnection {
     /// Takes a reference on `topic`, resuming from `since` (a checkpoint the engine's cache holds) when it
     /// is the first: the cloud replays what came after it, and no fetch is needed.
     func acquire(_ topic: Topic, since: Int64?) async -> AcquireOutcome {
-        let first = !machine.wants(topic)
-        let subscribeNow = machine.acquire(topic)
-        if first, let since { machine.heard(since, of: topic) }
-        guard subscribeNow else {
-            await withCheckedContinuation { waiter in
-                if subscribing[topic] != nil { subscribing[topic]?.append(waiter) } else { waiter.resume() }
-            }
-            return .subscribed
-        }
-        switch await subscribe(topic, from: since.flatMap { _ in machine.heard(topic)?.seq }) {
-        case .noAnswer, .notResumed: return .subscribed
-        case .resumed: return .resumed
-        case .refused(let answer): return .refused(answer)
-        }
+        await acquire([(topic, since)])[0]
     }
 
     /// ``acquire(_:since:)`` for many topics from one task: the subscriptions the first references need go out
@@ -199,7 +185,7 @@ actor RealtimeConnection {
     /// until the cloud answers, and takes in the answer.
     private func subscribe(_ topic: Topic, from resumeFrom: Int64?) async -> SubscribeAnswer {
         subscribing[topic] = []
-        let answer = await send(.subscribe, topic, since: resumeFrom)
+        let answer = await sendAll([(.subscribe, topic, resumeFrom)])[0]
         for waiter in subscribing.removeValueShrinking(forKey: topic) ?? [] { waiter.resume() }
         return took(answer, of: topic, resumingFrom: resumeFrom)
     }
@@ -424,17 +410,10 @@ actor RealtimeConnection {
         var needRefresh: Set<Topic> = []
         var refused: Set<Topic> = []
         var resumed = 0
-        // All at once: the requests go out batched, and their answers come back in order.
-        let answers = await withTaskGroup(of: (Topic, Int64?, RealtimeServerMessage?).self) { group in
-            for topic in topics {
-                let since = machine.heard(topic)?.seq
-                group.addTask { (topic, since, await self.send(.subscribe, topic, since: since)) }
-            }
-            var answers: [(Topic, Int64?, RealtimeServerMessage?)] = []
-            for await answer in group { answers.append(answer) }
-            return answers
-        }
-        for (topic, since, ack) in answers {
+        // All at once: the requests go out batched, and one wait takes their answers.
+        let requests = topics.map { (topic: $0, since: machine.heard($0)?.seq) }
+        let answers = await sendAll(requests.map { (.subscribe, $0.topic, $0.since) })
+        for ((topic, since), ack) in zip(requests, answers) {
             if let ack, ack.op == .ack, let seq = ack.seq {
                 if since != nil && ack.resync != true {
                     resumed += 1
@@ -517,32 +496,14 @@ actor RealtimeConnection {
         }
     }
 
-    /// Sends a request and waits for its answer (an ack or an error); `nil` when the connection went down.
+    /// Sends requests and waits for their answers (an ack or an error each), in the order of `requests`: `nil`
+    /// for a request not sent, or sent on a connection that went down. One wait takes every answer, so a burst
+    /// of subscriptions made from one task (``acquire(_:)``) costs that task's frames once.
     ///
     /// Requests are batched (see ``writeOutgoing()``): one made while a batch awaits its answer goes in the next,
     /// with every request made meanwhile, as one `batch` message. A burst of subscriptions (new observations, a
     /// reconnection's resubscriptions) costs a message per batch, not one per topic; a request alone goes out
     /// at once.
-    private func send(_ op: RealtimeClientMessage.Operation, _ topic: Topic, since: Int64? = nil) async -> RealtimeServerMessage? {
-        guard writer != nil else { return nil }
-        let ref = queue(op, topic, since: since)
-        let connection = connectionGeneration
-        if op == .subscribe, since != nil { resuming[ref] = topic }
-        await writeOutgoing()
-        // Everything below in the body: the call may suspend before running it (an executor switch), and an answer
-        // or the connection's loss handled meanwhile would find no waiter to give it to.
-        return await withCheckedContinuation { continuation in
-            // The actor is reentrant: the answer may already have arrived while the write was suspended.
-            if let early = earlyAnswers.removeValueShrinking(forKey: ref) { return continuation.resume(returning: early) }
-            let wasUnsent = unsent.removeShrinking(ref) != nil
-            // Not sent, or sent on a connection that is gone (a new one may be up already): no answer will come.
-            guard !wasUnsent, writer != nil, connection == connectionGeneration else { return continuation.resume(returning: nil) }
-            pendingAcks[ref] = continuation
-        }
-    }
-
-    /// ``send(_:_:since:)`` for many requests from one task: queued together, and one wait takes every answer
-    /// (`nil` for a request not sent, or sent on a connection that went down), in the order of `requests`.
     private func sendAll(
         _ requests: [(op: RealtimeClientMessage.Operation, topic: Topic, since: Int64?)]
     ) async -> [RealtimeServerMessage?] {
@@ -632,9 +593,7 @@ actor RealtimeConnection {
                 unawaited.removeShrinking(request.ref)
                 continue
             }
-            if let continuation = pendingAcks.removeValueShrinking(forKey: request.ref) {
-                continuation.resume(returning: nil)
-            } else if let (group, index) = groupedAcks.removeValueShrinking(forKey: request.ref) {
+            if let (group, index) = groupedAcks.removeValueShrinking(forKey: request.ref) {
                 group.answer(index, nil)
             } else {
                 unsent.insert(request.ref)
@@ -648,9 +607,7 @@ actor RealtimeConnection {
             awaitedRef = nil
             if !outgoing.isEmpty { Task { await self.writeOutgoing() } }
         }
-        if let continuation = pendingAcks.removeValueShrinking(forKey: ref) {
-            continuation.resume(returning: answer)
-        } else if let (group, index) = groupedAcks.removeValueShrinking(forKey: ref) {
+        if let (group, index) = groupedAcks.removeValueShrinking(forKey: ref) {
             group.answer(index, answer)
         } else if unawaited.removeShrinking(ref) != nil {
             return
@@ -669,9 +626,6 @@ actor RealtimeConnection {
         resuming.removeAll()
         replayRemaining.removeAll()
         earlyAnswers.removeAll()
-        let pending = pendingAcks
-        pendingAcks.removeAll()
-        for continuation in pending.values { continuation.resume(returning: nil) }
         let grouped = groupedAcks
         groupedAcks.removeAll()
         for (group, index) in grouped.values { group.answer(index, nil) }
