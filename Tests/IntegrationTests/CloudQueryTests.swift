@@ -4,6 +4,7 @@ import Foundation
 import LiveCloudAPI
 import LiveJSON
 import NIOHTTP1
+import SeededRandom
 import Testing
 
 /// Queries over the cloud's REST API: equality filters, order, cursor pages both ways, bad input.
@@ -142,6 +143,45 @@ import Testing
             let expected = all.filter { query.matches($0) }.sorted { query.areInIncreasingOrder(query.position(of: $0), query.position(of: $1)) }
             #expect(result.items.map(\.id) == expected.map(\.id), "\(filter)")
             #expect(result.count == expected.count, "\(filter)")
+        }
+    }
+
+    /// A filtered query's count is kept between writes to its collection (the cloud's `FilteredCounts`): over a
+    /// seeded schedule of creations, changes of the filtered field, deletions and writes to another collection,
+    /// the count of every page, taken after each write, is the model's (each value's live objects).
+    @Test func filteredCountsFollowEveryWrite() async throws {
+        let seed = ProcessInfo.processInfo.environment["LIVEGATE_QUERY_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1..<(1 << 53))
+        var random = SeededGenerator(seed: seed)
+        let cluster = try await TestCluster.start(startDaemon: false)
+        defer { cluster.stop() }
+        let token = try await cluster.login()
+        let channels = ["c1", "c2", "c3"]
+        var model: [String: String] = [:]
+        for step in 0..<48 {
+            let id = "o\(random.next() % 10)"
+            let channel = channels[Int(random.next() % 3)]
+            switch random.next() % 5 {
+            case 0, 1, 2:
+                try await cluster.put("fc", id, ["channel": .string(channel)], token: token)
+                model[id] = channel
+            case 3:
+                let status = try await cluster.call(.DELETE, CloudPath.object(EntityKey(collection: "fc", id: id)), token: token).status
+                #expect(status == (model[id] == nil ? 404 : 200), "seed \(seed), step \(step): deleting \(id)")
+                model[id] = nil
+            default:
+                // Another collection's write: the kept counts of this one still hold.
+                try await cluster.put("fc-other", id, ["channel": .string(channel)], token: token)
+            }
+            for value in channels {
+                let filter = "where=" + Self.encoded(#"{"channel":"\#(value)"}"#)
+                let first = try await page(cluster, token, "fc", filter + "&limit=2")
+                let expected = model.values.count { $0 == value }
+                #expect(first.count == expected, "seed \(seed), step \(step): the count of \(value)")
+                if let cursor = first.nextCursor {
+                    let next = try await page(cluster, token, "fc", filter + "&limit=2&after=" + cursor)
+                    #expect(next.count == expected, "seed \(seed), step \(step): the count of \(value), second page")
+                }
+            }
         }
     }
 

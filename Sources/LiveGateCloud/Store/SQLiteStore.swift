@@ -25,6 +25,7 @@ final class SQLiteStore: CloudStore {
     typealias Write = @Sendable (Database, inout [(seq: Int64, event: LoggedEvent)]) throws -> WriteOutcome
     let groupCommit: GroupCommit<Write, WriteOutcome>
     let queryIndexes: QueryIndexes
+    let filteredCounts = FilteredCounts()
     /// Checkpoints the WAL beside the writer: for the application to run (``checkpointService``; without it,
     /// the writer checkpoints at ``WALCheckpointer/backstopPages``).
     let checkpointer: WALCheckpointer
@@ -115,11 +116,21 @@ final class SQLiteStore: CloudStore {
         }
         let sql = SQLiteQuerySQL(query, columned: queryIndexes.indexedFields(of: query))
         return try await pool.read { db in
-            // Without a filter, the collection's live objects, kept by every write: no scan.
-            let count =
-                query.where.isEmpty
-                ? try Int.fetchOne(db, sql: "SELECT live FROM collection_size WHERE collection = ?", arguments: [query.collection]) ?? 0
-                : try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM entity WHERE \(sql.filter)", arguments: sql.filterArguments) ?? 0
+            // Without a filter, the collection's live objects, kept by every write: no scan. With one, the count
+            // kept since the collection's last write, or its matches counted (``FilteredCounts``).
+            let count: Int
+            if query.where.isEmpty {
+                count = try Int.fetchOne(db, sql: "SELECT live FROM collection_size WHERE collection = ?", arguments: [query.collection]) ?? 0
+            } else {
+                let key = FilteredCounts.Key(query)
+                let collectionSeq = try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM event WHERE collection = ?", arguments: [query.collection])
+                if let kept = filteredCounts.count(of: key, at: collectionSeq) {
+                    count = kept
+                } else {
+                    count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM entity WHERE \(sql.filter)", arguments: sql.filterArguments) ?? 0
+                    filteredCounts.keep(count, of: key, at: collectionSeq)
+                }
+            }
             var condition = sql.filter
             var arguments = sql.filterArguments
             let (forward, beyond) = page.reading

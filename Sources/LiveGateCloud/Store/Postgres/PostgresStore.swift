@@ -33,6 +33,7 @@ final class PostgresStore: CloudStore {
     /// Object writes share transactions (``GroupCommit``, ``PostgresBatchWriter``).
     let groupCommit: GroupCommit<PostgresBatchWriter.PendingWrite, WriteOutcome>
     let queryIndexes: QueryIndexes
+    let filteredCounts = FilteredCounts()
 
     /// Opens the store on a running client (`client.run()` must be going), applying missing migrations.
     /// Object writes go through `writeLane` when given (its `run()` must be going too), else through `client`.
@@ -110,16 +111,28 @@ final class PostgresStore: CloudStore {
         // One statement, so one snapshot and one round trip: the count, the log's last seq, whether items lie
         // on the cursor's side of the page, and the page with one item more (whether items follow it).
         let (forward, beyond) = page.reading
-        var statement = PostgresStatement("SELECT c.n, s.seq, o.other, ")
+        var statement = PostgresStatement("SELECT c.n, c.cseq, s.seq, o.other, ")
         statement.append("p.collection, p.id, p.version, p.data, p.created_at, p.updated_at, p.deleted FROM (")
+        let countKey = FilteredCounts.Key(query)
         if query.where.isEmpty {
             // The collection's live objects, kept by every write: no scan.
-            statement.append("SELECT coalesce((SELECT live FROM collection_size WHERE collection = \(statement.bind(query.collection))), 0)")
-        } else {
-            statement.append("SELECT count(*) FROM entity WHERE ")
+            statement.append(
+                "SELECT coalesce((SELECT live FROM collection_size WHERE collection = \(statement.bind(query.collection))), 0), NULL::bigint"
+            )
+        } else if let kept = filteredCounts.kept(for: countKey) {
+            // The count kept since the collection's last write while that is still its last event (the count,
+            // in the `ELSE`, is only run when not: ``FilteredCounts``).
+            statement.append(
+                "SELECT CASE WHEN k.seq = \(statement.bind(kept.seq)) THEN \(statement.bind(kept.count)) ELSE (SELECT count(*) FROM entity WHERE "
+            )
             sql.filter(&statement)
+            statement.append(") END, k.seq FROM (SELECT max(seq) FROM event WHERE collection = \(statement.bind(query.collection))) AS k(seq)")
+        } else {
+            statement.append("SELECT (SELECT count(*) FROM entity WHERE ")
+            sql.filter(&statement)
+            statement.append("), (SELECT max(seq) FROM event WHERE collection = \(statement.bind(query.collection)))")
         }
-        statement.append(") AS c(n) CROSS JOIN (SELECT max(seq) FROM event) AS s(seq) CROSS JOIN (SELECT ")
+        statement.append(") AS c(n, cseq) CROSS JOIN (SELECT max(seq) FROM event) AS s(seq) CROSS JOIN (SELECT ")
         if let beyond {
             // Reading after a cursor, items precede the page when any lies at or before the cursor (the page's
             // first item is the first after it); reading before one, items follow when any lies at or after it.
@@ -140,17 +153,19 @@ final class PostgresStore: CloudStore {
         }
         statement.append(" ORDER BY \(sql.order(forward: forward)) LIMIT \(statement.bind(limit + 1))) AS p ON true")
         var count = 0
+        var collectionSeq: Int64?
         var seq: Int64?
         var other = false
         var items: [Entity] = []
         let rows = try await client.query(statement.query, logger: logger)
-        for try await (n, last, beyondSide, collection, id, version, data, createdAt, updatedAt, deleted) in rows.decode(
-            (Int, Int64?, Bool, String?, String?, Int64?, String?, String?, String?, Bool?).self
+        for try await (n, lastOfCollection, last, beyondSide, collection, id, version, data, createdAt, updatedAt, deleted) in rows.decode(
+            (Int, Int64?, Int64?, Bool, String?, String?, Int64?, String?, String?, String?, Bool?).self
         ) {
-            (count, seq, other) = (n, last, beyondSide)
+            (count, collectionSeq, seq, other) = (n, lastOfCollection, last, beyondSide)
             guard let collection, let id, let version, let data, let createdAt, let updatedAt, let deleted else { continue }
             items.append(try Self.entity(collection, id, version, data, createdAt, updatedAt, deleted))
         }
+        if !query.where.isEmpty { filteredCounts.keep(count, of: countKey, at: collectionSeq) }
         let more = items.count > limit
         if more { items.removeLast() }
         if !forward { items.reverse() }
