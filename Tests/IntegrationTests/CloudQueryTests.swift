@@ -169,7 +169,8 @@ import Testing
                 #expect(status == (model[id] == nil ? 404 : 200), "seed \(seed), step \(step): deleting \(id)")
                 model[id] = nil
             default:
-                // Another collection's write: the kept counts of this one still hold.
+                // Another collection's write: on SQLite this one's kept counts are given back after it, on
+                // PostgreSQL they are counted again (its check is the log's last event).
                 try await cluster.put("fc-other", id, ["channel": .string(channel)], token: token)
             }
             for value in channels {

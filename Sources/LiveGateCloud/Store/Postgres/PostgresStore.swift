@@ -120,17 +120,19 @@ final class PostgresStore: CloudStore {
                 "SELECT coalesce((SELECT live FROM collection_size WHERE collection = \(statement.bind(query.collection))), 0), NULL::bigint"
             )
         } else if let kept = filteredCounts.kept(for: countKey) {
-            // The count kept since the collection's last write while that is still its last event (the count,
-            // in the `ELSE`, is only run when not: ``FilteredCounts``).
+            // The count kept while the log's last event is the one it was counted at (the count, in the `ELSE`, is
+            // only run when not: ``FilteredCounts``). The log's, not the collection's: the planner reads a
+            // collection's `max(seq)` backward along the primary key when the collection is frequent in the log,
+            // through every later event when its last write is old.
             statement.append(
                 "SELECT CASE WHEN k.seq = \(statement.bind(kept.seq)) THEN \(statement.bind(kept.count)) ELSE (SELECT count(*) FROM entity WHERE "
             )
             sql.filter(&statement)
-            statement.append(") END, k.seq FROM (SELECT max(seq) FROM event WHERE collection = \(statement.bind(query.collection))) AS k(seq)")
+            statement.append(") END, k.seq FROM (SELECT max(seq) FROM event) AS k(seq)")
         } else {
             statement.append("SELECT (SELECT count(*) FROM entity WHERE ")
             sql.filter(&statement)
-            statement.append("), (SELECT max(seq) FROM event WHERE collection = \(statement.bind(query.collection)))")
+            statement.append("), (SELECT max(seq) FROM event)")
         }
         statement.append(") AS c(n, cseq) CROSS JOIN (SELECT max(seq) FROM event) AS s(seq) CROSS JOIN (SELECT ")
         if let beyond {
@@ -153,19 +155,19 @@ final class PostgresStore: CloudStore {
         }
         statement.append(" ORDER BY \(sql.order(forward: forward)) LIMIT \(statement.bind(limit + 1))) AS p ON true")
         var count = 0
-        var collectionSeq: Int64?
+        var countedAt: Int64?
         var seq: Int64?
         var other = false
         var items: [Entity] = []
         let rows = try await client.query(statement.query, logger: logger)
-        for try await (n, lastOfCollection, last, beyondSide, collection, id, version, data, createdAt, updatedAt, deleted) in rows.decode(
+        for try await (n, lastCounted, last, beyondSide, collection, id, version, data, createdAt, updatedAt, deleted) in rows.decode(
             (Int, Int64?, Int64?, Bool, String?, String?, Int64?, String?, String?, String?, Bool?).self
         ) {
-            (count, collectionSeq, seq, other) = (n, lastOfCollection, last, beyondSide)
+            (count, countedAt, seq, other) = (n, lastCounted, last, beyondSide)
             guard let collection, let id, let version, let data, let createdAt, let updatedAt, let deleted else { continue }
             items.append(try Self.entity(collection, id, version, data, createdAt, updatedAt, deleted))
         }
-        if !query.where.isEmpty { filteredCounts.keep(count, of: countKey, at: collectionSeq) }
+        if !query.where.isEmpty { filteredCounts.keep(count, of: countKey, at: countedAt) }
         let more = items.count > limit
         if more { items.removeLast() }
         if !forward { items.reverse() }
