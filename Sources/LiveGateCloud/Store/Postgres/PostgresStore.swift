@@ -111,30 +111,28 @@ final class PostgresStore: CloudStore {
         // One statement, so one snapshot and one round trip: the count, the log's last seq, whether items lie
         // on the cursor's side of the page, and the page with one item more (whether items follow it).
         let (forward, beyond) = page.reading
-        var statement = PostgresStatement("SELECT c.n, c.cseq, s.seq, o.other, ")
-        statement.append("p.collection, p.id, p.version, p.data, p.created_at, p.updated_at, p.deleted FROM (")
+        var statement = PostgresStatement("SELECT c.n, s.seq, o.other, ")
+        statement.append("p.collection, p.id, p.version, p.data, p.created_at, p.updated_at, p.deleted FROM ")
+        statement.append("(SELECT max(seq) FROM event) AS s(seq) CROSS JOIN LATERAL (")
         let countKey = FilteredCounts.Key(query)
         if query.where.isEmpty {
             // The collection's live objects, kept by every write: no scan.
-            statement.append(
-                "SELECT coalesce((SELECT live FROM collection_size WHERE collection = \(statement.bind(query.collection))), 0), NULL::bigint"
-            )
+            statement.append("SELECT coalesce((SELECT live FROM collection_size WHERE collection = \(statement.bind(query.collection))), 0)")
         } else if let kept = filteredCounts.kept(for: countKey) {
             // The count kept while the log's last event is the one it was counted at (the count, in the `ELSE`, is
             // only run when not: ``FilteredCounts``). The log's, not the collection's: the planner reads a
             // collection's `max(seq)` backward along the primary key when the collection is frequent in the log,
             // through every later event when its last write is old.
             statement.append(
-                "SELECT CASE WHEN k.seq = \(statement.bind(kept.seq)) THEN \(statement.bind(kept.count)) ELSE (SELECT count(*) FROM entity WHERE "
+                "SELECT CASE WHEN s.seq = \(statement.bind(kept.seq)) THEN \(statement.bind(kept.count)) ELSE (SELECT count(*) FROM entity WHERE "
             )
             sql.filter(&statement)
-            statement.append(") END, k.seq FROM (SELECT max(seq) FROM event) AS k(seq)")
+            statement.append(") END")
         } else {
-            statement.append("SELECT (SELECT count(*) FROM entity WHERE ")
+            statement.append("SELECT count(*) FROM entity WHERE ")
             sql.filter(&statement)
-            statement.append("), (SELECT max(seq) FROM event)")
         }
-        statement.append(") AS c(n, cseq) CROSS JOIN (SELECT max(seq) FROM event) AS s(seq) CROSS JOIN (SELECT ")
+        statement.append(") AS c(n) CROSS JOIN (SELECT ")
         if let beyond {
             // Reading after a cursor, items precede the page when any lies at or before the cursor (the page's
             // first item is the first after it); reading before one, items follow when any lies at or after it.
@@ -155,19 +153,18 @@ final class PostgresStore: CloudStore {
         }
         statement.append(" ORDER BY \(sql.order(forward: forward)) LIMIT \(statement.bind(limit + 1))) AS p ON true")
         var count = 0
-        var countedAt: Int64?
         var seq: Int64?
         var other = false
         var items: [Entity] = []
         let rows = try await client.query(statement.query, logger: logger)
-        for try await (n, lastCounted, last, beyondSide, collection, id, version, data, createdAt, updatedAt, deleted) in rows.decode(
-            (Int, Int64?, Int64?, Bool, String?, String?, Int64?, String?, String?, String?, Bool?).self
+        for try await (n, last, beyondSide, collection, id, version, data, createdAt, updatedAt, deleted) in rows.decode(
+            (Int, Int64?, Bool, String?, String?, Int64?, String?, String?, String?, Bool?).self
         ) {
-            (count, countedAt, seq, other) = (n, lastCounted, last, beyondSide)
+            (count, seq, other) = (n, last, beyondSide)
             guard let collection, let id, let version, let data, let createdAt, let updatedAt, let deleted else { continue }
             items.append(try Self.entity(collection, id, version, data, createdAt, updatedAt, deleted))
         }
-        if !query.where.isEmpty { filteredCounts.keep(count, of: countKey, at: countedAt) }
+        if !query.where.isEmpty { filteredCounts.keep(count, of: countKey, at: seq) }
         let more = items.count > limit
         if more { items.removeLast() }
         if !forward { items.reverse() }
