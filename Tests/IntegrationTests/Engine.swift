@@ -10,6 +10,8 @@ import Synchronization
 func withEngine(
     _ cluster: TestCluster,
     eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+    activationPause: Duration = .milliseconds(10),
+    activationLongestWait: Duration = .milliseconds(250),
     _ body: (LiveClient) async throws -> Void
 ) async throws {
     var logger = Logger(label: "engine-test")
@@ -18,7 +20,9 @@ func withEngine(
         cloudURL: cluster.cloudURL,
         credentials: Credentials(username: TestCluster.username, password: TestCluster.password),
         stateDirectory: cluster.directory + "/engine",
-        eventLoopGroup: eventLoopGroup
+        eventLoopGroup: eventLoopGroup,
+        activationPause: activationPause,
+        activationLongestWait: activationLongestWait
     )
     let engine = try LiveClient(configuration: configuration, logger: logger)
     let running = Task { await engine.run() }

@@ -84,10 +84,50 @@ import Testing
         #expect(activated(deferral.pauseElapsed(at: at(12), startsReading: false))?.count == 0)
     }
 
-    /// Random schedules of batches told, reads and the pause's timer, against what the policy promises: each
-    /// observation is activated exactly once, in the order they were told; none waits longer than the longest
-    /// deferral (plus a pause, and the read it waited for); and one on its own, with no read going on and none
-    /// told within a pause before it, is activated the moment it is told.
+    @Test func oneTakenOutIsLeftToTheEngine() {
+        var deferral = Deferral()
+        #expect(activated(deferral.told([1], at: at(0), startsReading: false)) == [1])
+        #expect(awaitsPause(deferral.told([2, 3, 4], at: at(3), startsReading: false)))
+        let takes = [deferral.take(3), deferral.take(3), deferral.take(9), deferral.take(1)]
+        // Taken once; 9 was never told; 1 was activated already.
+        #expect(takes == [true, false, false, false])
+        #expect(deferral.waiting == [2, 4])
+        #expect(activated(deferral.pauseElapsed(at: at(13), startsReading: false)) == [2, 4])
+    }
+
+    @Test func takingTheLastLeavesThePauseNothingToActivate() {
+        var deferral = Deferral()
+        _ = deferral.told([1], at: at(0), startsReading: false)
+        #expect(awaitsPause(deferral.told([2], at: at(3), startsReading: false)))
+        let taken = deferral.take(2)
+        #expect(taken && deferral.waiting.isEmpty)
+        #expect(activated(deferral.pauseElapsed(at: at(13), startsReading: false)) == [])
+        // The next one on its own is activated at once again.
+        #expect(activated(deferral.told([5], at: at(40), startsReading: false)) == [5])
+    }
+
+    @Test func oneToldTwiceWaitsOnce() {
+        var deferral = Deferral()
+        _ = deferral.told([1], at: at(0), startsReading: false)
+        #expect(awaitsPause(deferral.told([2, 2], at: at(3), startsReading: false)))
+        #expect(waits(deferral.told([2], at: at(4), startsReading: false)))
+        #expect(activated(deferral.pauseElapsed(at: at(20), startsReading: false)) == [2])
+    }
+
+    @Test func thePauseAndTheLongestWaitAreTheConfigurations() {
+        var deferral = ActivationDeferral<Int>(pause: .milliseconds(50), longest: .seconds(1))
+        _ = deferral.told([1], at: at(0), startsReading: false)
+        #expect(awaitsPause(deferral.told([2], at: at(30), startsReading: false)))
+        // 40 ms after the last: within a pause of 50.
+        #expect(awaitsPause(deferral.pauseElapsed(at: at(70), startsReading: false)))
+        #expect(activated(deferral.pauseElapsed(at: at(80), startsReading: false)) == [2])
+    }
+
+    /// Random schedules of batches told, reads, the pause's timer and observations taken out (an observer that
+    /// waits for fresh data joins), against what the policy promises: each observation is activated exactly
+    /// once, in the order they were told, by the deferral or (taken out) by the engine; none waits longer than
+    /// the longest deferral (plus a pause, and the read it waited for); and one on its own, with no read going on
+    /// and none told within a pause before it, is activated the moment it is told.
     @Test(arguments: 0..<200)
     func randomSchedulesKeepThePromises(seed: UInt64) {
         var random = SeededGenerator(seed: seed &* 0x9E37_79B9_7F4A_7C15 &+ 1)
@@ -99,6 +139,7 @@ import Testing
         var toldAt: [Int] = []
         var order: [Int] = []
         var activatedAt: [Int: Int] = [:]
+        var taken: Set<Int> = []
         var lastToldAt: Int?
         var failures: [String] = []
 
@@ -146,18 +187,29 @@ import Testing
             let items = Array(toldAt.count..<(toldAt.count + count))
             toldAt.append(contentsOf: repeatElement(now, count: count))
             let alone =
-                readEndsAt == nil && deferral.waiting.isEmpty && !deferral.pauseAwaited
+                readEndsAt == nil && deferral.waitingCount == 0 && !deferral.pauseAwaited
                 && (lastToldAt.map { now - $0 >= 100 } ?? true)
             lastToldAt = now
             apply(deferral.told(items, at: instant(now), startsReading: readEndsAt != nil), at: now)
-            if deferral.waiting.count >= Deferral.limit { failures.append("\(deferral.waiting.count) waiting at \(now)") }
+            if deferral.waitingCount >= Deferral.limit { failures.append("\(deferral.waitingCount) waiting at \(now)") }
             if alone, items.contains(where: { activatedAt[$0] != now }) {
                 failures.append("a batch on its own at \(now) was not activated at once")
+            }
+            // Now and then an observer that waits for fresh data joins one: the engine activates it.
+            if Int.random(in: 0..<8, using: &random) == 0, let item = (0..<toldAt.count).randomElement(using: &random) {
+                let waited = deferral.holds(item)
+                if deferral.take(item) != waited { failures.append("take(\(item)) answered \(!waited) at \(now)") }
+                if waited {
+                    activatedAt[item] = now
+                    taken.insert(item)
+                }
             }
         }
         // The schedule ends: the read finishes, the timer runs out.
         runDue(upTo: nil)
-        if order != Array(0..<toldAt.count) { failures.append("\(order.count) of \(toldAt.count) activated, or out of the order told") }
+        if order != (0..<toldAt.count).filter({ !taken.contains($0) }) {
+            failures.append("\(order.count) of \(toldAt.count - taken.count) activated, or out of the order told")
+        }
         for (item, told) in toldAt.enumerated() {
             guard let activated = activatedAt[item], activated - told > 2_500 + 100 + 200 else { continue }
             failures.append("item \(item) told at \(told), activated at \(activated)")

@@ -152,6 +152,9 @@ final class ObjectTopic: Sendable {
         var last: LiveObjectChange?
         var sdkToken: NotificationToken?
         var closed = false
+        /// A `freshOnly` token joined: the engine reads the object at once rather than with a burst's
+        /// (``ObservationRequest/activatesAtOnce``).
+        var freshOnlyJoined = false
     }
 
     let key: EntityKey
@@ -181,11 +184,18 @@ final class ObjectTopic: Sendable {
                 state.shares.append(share)
             }
             state.members += 1
+            if subscriber.filter.policy == .freshOnly { state.freshOnlyJoined = true }
             // Queued under the lock, like every change: the share sees joins and changes in the topic's order.
             share.submit(.add(id: state.nextID, subscriber, last: state.last, answer: answer))
             return (state.nextID, share)
         }
     }
+
+    /// Whether a `freshOnly` token joined the topic (its engine observation is then read at once).
+    var wantsFreshAtOnce: Bool { state.withLock { $0.freshOnlyJoined } }
+
+    /// Whether the object is yet to be read from the cloud: nothing told yet, or its cached copy only.
+    var awaitsItsRead: Bool { state.withLock { $0.last.map { $0.loadingStatus == .loading } ?? true } }
 
     /// Removes a token, once: `id` and `share` are what ``add(_:)`` returned for it. Returns `true` when it was
     /// the last one: the topic is then closed and its SDK observation released.

@@ -65,7 +65,15 @@ final class ObjectTopicHub: Sendable {
                 topics.withLock { if $0[key] === topic { $0[key] = nil } }
                 continue
             }
-            if isNew { startObserving(topic) }
+            if isNew {
+                startObserving(topic)
+            } else if options.policy == .freshOnly, topic.awaitsItsRead {
+                // Not held with a burst's cached copies: a `freshOnly` token waits for the read. A topic not yet
+                // handed to the engine is marked (``ObjectTopic/wantsFreshAtOnce``), read when it is: the engine's
+                // loop runs these in order, so one handed over already has its observation by then.
+                let engine = self.engine
+                Task(executorPreference: engine.taskExecutor) { await engine.activateAtOnce([key]) }
+            }
             return Subscription(topic: topic, subscriberID: id, share: share)
         }
     }
@@ -103,7 +111,9 @@ final class ObjectTopicHub: Sendable {
                 let batch = topics[start..<min(start + LiveClient.startBatchLimit, topics.count)]
                 Task(executorPreference: engine.taskExecutor) {
                     let sdkTokens = await engine.observe(
-                        batch.map { topic in ObservationRequest(key: topic.key) { change in topic.emit(change) } }
+                        batch.map { topic in
+                            ObservationRequest(key: topic.key, activatesAtOnce: topic.wantsFreshAtOnce) { change in topic.emit(change) }
+                        }
                     )
                     for (topic, sdkToken) in zip(batch, sdkTokens) { topic.attach(sdkToken) }
                 }

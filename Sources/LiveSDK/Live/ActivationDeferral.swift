@@ -10,14 +10,21 @@
 /// from the cached answers of the batches behind them. An observation on its own (none other told a cached
 /// copy within ``pause`` before it) is activated as soon as no start is being read, so it waits for nothing.
 /// However long a burst lasts, none waits longer than about ``longest``, and ``limit`` waiting are activated at
-/// once.
-struct ActivationDeferral<Item> {
-    /// A burst has paused when none was told a cached copy for this long.
-    static var pause: Duration { .milliseconds(10) }
-    /// The longest one waits while a burst goes on (checked each ``pause``).
-    static var longest: Duration { .milliseconds(250) }
+/// once. One whose observer waits for fresh data is taken out (``take(_:)``) and activated by the engine at once.
+struct ActivationDeferral<Item: Hashable> {
+    /// A burst has paused when none was told a cached copy for this long
+    /// (``LiveSDKConfiguration/activationPause``).
+    let pause: Duration
+    /// The longest one waits while a burst goes on, checked each ``pause``
+    /// (``LiveSDKConfiguration/activationLongestWait``).
+    let longest: Duration
     /// How many wait at most.
     static var limit: Int { 10_000 }
+
+    init(pause: Duration = .milliseconds(10), longest: Duration = .milliseconds(250)) {
+        self.pause = pause
+        self.longest = longest
+    }
 
     /// What the engine does next.
     enum Step {
@@ -29,20 +36,30 @@ struct ActivationDeferral<Item> {
         case wait
     }
 
-    private(set) var waiting: [Item] = []
+    /// The items told, in order, with those taken out since (``take(_:)``) still in place: ``held`` says which
+    /// wait.
+    private var told: [Item] = []
+    private var held: Set<Item> = []
     private var lastToldAt: ContinuousClock.Instant?
     private var oldestAt: ContinuousClock.Instant?
     /// The engine awaits a pause (it answered ``Step/awaitPause`` and the pause has not ended).
     private(set) var pauseAwaited = false
+
+    /// The items waiting, in the order they were told.
+    var waiting: [Item] { told.filter { held.contains($0) } }
+    /// How many wait.
+    var waitingCount: Int { held.count }
+    /// Whether `item` waits.
+    func holds(_ item: Item) -> Bool { held.contains(item) }
 
     /// `items` were told their cached copy at `now`; `startsReading`: more starts are being read.
     mutating func told(_ items: [Item], at now: ContinuousClock.Instant, startsReading: Bool) -> Step {
         guard !items.isEmpty else { return .wait }
         let inBurst = isInBurst(at: now)
         lastToldAt = now
-        if waiting.isEmpty { oldestAt = now }
-        waiting.append(contentsOf: items)
-        if waiting.count >= Self.limit { return .activate(takeAll()) }
+        if held.isEmpty { oldestAt = now }
+        for item in items where held.insert(item).inserted { told.append(item) }
+        if held.count >= Self.limit { return .activate(takeAll()) }
         if startsReading { return .wait }
         return settle(inBurst: inBurst)
     }
@@ -54,18 +71,29 @@ struct ActivationDeferral<Item> {
 
     /// A ``pause`` has passed since the engine was told to await one (or since the last call).
     mutating func pauseElapsed(at now: ContinuousClock.Instant, startsReading: Bool) -> Step {
-        let overdue = oldestAt.map { now - $0 >= Self.longest } ?? false
+        let overdue = oldestAt.map { now - $0 >= longest } ?? false
         if !overdue, startsReading || isInBurst(at: now) { return .awaitPause }
         pauseAwaited = false
         return .activate(takeAll())
     }
 
     private func isInBurst(at now: ContinuousClock.Instant) -> Bool {
-        lastToldAt.map { now - $0 < Self.pause } ?? false
+        lastToldAt.map { now - $0 < pause } ?? false
+    }
+
+    /// Takes `item` out of the deferral (the engine activates it now); returns whether it was waiting. The pause
+    /// awaited, if any, goes on for the others.
+    mutating func take(_ item: Item) -> Bool {
+        guard held.remove(item) != nil else { return false }
+        if held.isEmpty {
+            told = []
+            oldestAt = nil
+        }
+        return true
     }
 
     private mutating func settle(inBurst: Bool) -> Step {
-        guard !waiting.isEmpty, !pauseAwaited else { return .wait }
+        guard !held.isEmpty, !pauseAwaited else { return .wait }
         guard inBurst else { return .activate(takeAll()) }
         pauseAwaited = true
         return .awaitPause
@@ -73,7 +101,10 @@ struct ActivationDeferral<Item> {
 
     private mutating func takeAll() -> [Item] {
         oldestAt = nil
-        defer { waiting = [] }
+        defer {
+            told = []
+            held = []
+        }
         return waiting
     }
 }

@@ -49,6 +49,22 @@ extension LiveClient {
 
     private typealias Deferral = ActivationDeferral<SharedObjectObservation>
 
+    /// Reads these objects from the cloud now (or resumes their topics) where their observations are held with a
+    /// burst's cached copies (``activateWhenTheBurstPauses(_:)``), or as soon as told theirs where they still read
+    /// their start: for an observer that waits for fresh data (the daemon's `freshOnly` token joining an
+    /// observation that a burst started). An observation activated already, or with no observation, is left as
+    /// it is.
+    public func activateAtOnce(_ keys: [EntityKey]) {
+        for key in keys {
+            guard let observation = observations[key] else { continue }
+            if activationDeferral.take(observation) {
+                commandSink.yield(.activate(key))
+            } else if !observation.hasStarted {
+                activatingAtOnce.insert(key)
+            }
+        }
+    }
+
     private func perform(_ step: Deferral.Step) {
         switch step {
         case .activate(let due):
@@ -59,7 +75,7 @@ extension LiveClient {
             Task {
                 var step = Deferral.Step.awaitPause
                 while case .awaitPause = step {
-                    try? await Task.sleep(for: Deferral.pause)
+                    try? await Task.sleep(for: activationDeferral.pause)
                     step = activationDeferral.pauseElapsed(at: .now, startsReading: startsReading)
                 }
                 perform(step)

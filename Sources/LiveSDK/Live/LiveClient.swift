@@ -27,6 +27,13 @@ public struct LiveSDKConfiguration: Sendable {
     /// its clients) gives the engine a loop of its own, so that cloud events are handled as they arrive
     /// rather than after that work.
     public var eventLoopGroup: any EventLoopGroup
+    /// New observations told their cached copy in a burst (a list of thousands opened at once) are read from the
+    /// cloud, or resume their topics, once none was told one for this long: until then the engine answers the
+    /// burst's cached copies. One on its own is read at once, and so is one whose observer waits for fresh data
+    /// (``ObservationRequest/activatesAtOnce``).
+    public var activationPause: Duration
+    /// However long a burst goes on, none of its observations waits longer than about this to be read.
+    public var activationLongestWait: Duration
 
     public init(
         cloudURL: String,
@@ -34,7 +41,9 @@ public struct LiveSDKConfiguration: Sendable {
         stateDirectory: String,
         cacheMaxEntities: Int? = nil,
         topicLinger: Duration = .seconds(2),
-        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        activationPause: Duration = .milliseconds(10),
+        activationLongestWait: Duration = .milliseconds(250)
     ) {
         self.cloudURL = cloudURL
         self.credentials = credentials
@@ -42,6 +51,8 @@ public struct LiveSDKConfiguration: Sendable {
         self.cacheMaxEntities = cacheMaxEntities
         self.topicLinger = topicLinger
         self.eventLoopGroup = eventLoopGroup
+        self.activationPause = activationPause
+        self.activationLongestWait = activationLongestWait
     }
 }
 
@@ -90,7 +101,10 @@ public actor LiveClient {
     var startWaiters: [StartWaiter] = []
     var startsReading = false
     /// Observations told a cached copy, waiting for their activation (see ``activateWhenTheBurstPauses(_:)``).
-    var activationDeferral = ActivationDeferral<SharedObjectObservation>()
+    var activationDeferral: ActivationDeferral<SharedObjectObservation>
+    /// Observations still reading their start whose observer waits for fresh data: activated as soon as they are
+    /// told their cached copy, not held with a burst's (see ``activateAtOnce(_:)``).
+    var activatingAtOnce: Set<EntityKey> = []
     /// The checkpoint each new observation's start read, for its activation (which resumes from it).
     var startCheckpoints: [EntityKey: Int64?] = [:]
     /// New observations' subscriptions at once (see LiveClient+SubscriptionGate.swift).
@@ -196,6 +210,7 @@ public actor LiveClient {
             engineLoop: engineLoop
         )
         (outboxSignals, outboxSignal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        activationDeferral = ActivationDeferral(pause: configuration.activationPause, longest: configuration.activationLongestWait)
     }
 
     /// The engine's loop as a task executor: a task that prefers it and calls the engine (an observation, a write)
@@ -327,10 +342,12 @@ public actor LiveClient {
             let observation: SharedObjectObservation
             if let existing = observations[key] {
                 observation = existing
+                if request.activatesAtOnce { activateAtOnce([key]) }
             } else {
                 observation = SharedObjectObservation(key: key)
                 observations[key] = observation
                 new.append(observation)
+                if request.activatesAtOnce { activatingAtOnce.insert(key) }
             }
             let id = observation.add(options: request.options, handler: request.handler)
             tokens.append(
@@ -349,6 +366,7 @@ public actor LiveClient {
             } catch {
                 logger.error("cache read failed", metadata: ["keys": "\(new.count)", "error": "\(error)"])
             }
+            var deferred: [SharedObjectObservation] = []
             for (index, observation) in new.enumerated() {
                 let start = starts?[index]
                 if let start { startCheckpoints[observation.key] = .some(start.checkpoint) }
@@ -356,10 +374,16 @@ public actor LiveClient {
                     for entry in start?.pending ?? [] { _ = state.localWrite(entry.id, entry.write) }
                     return state.started(cached: start?.cached, fetching: true)
                 }
-                // One with nothing cached has nothing to tell before its read: that goes out at once.
-                if start?.cached == nil { commandSink.yield(.activate(observation.key)) }
+                // One with nothing cached has nothing to tell before its read, and one whose observer waits for
+                // fresh data waits for its read: those go out at once.
+                let atOnce = activatingAtOnce.remove(observation.key) != nil
+                if start?.cached == nil || atOnce {
+                    commandSink.yield(.activate(observation.key))
+                } else {
+                    deferred.append(observation)
+                }
             }
-            activateWhenTheBurstPauses(new.indices.filter { starts?[$0].cached != nil }.map { new[$0] })
+            activateWhenTheBurstPauses(deferred)
         }
         for observation in observed where observation.isUnobserved { commandSink.yield(.release(observation.key)) }
         return tokens
@@ -773,11 +797,22 @@ public actor LiveClient {
 public struct ObservationRequest: Sendable {
     public var key: EntityKey
     public var options: ObserveOptions
+    /// The observer waits for fresh data (a reader that skips the cached copy, as the daemon's `freshOnly`
+    /// tokens do): the object is read from the cloud as soon as its start is read, not held with a burst's
+    /// cached copies until the burst pauses (``LiveSDKConfiguration/activationPause``). An observation of the
+    /// object that is so held already is read at once too. `options.policy` ``ObservePolicy/freshOnly`` implies it.
+    public var activatesAtOnce: Bool
     public var handler: @Sendable (LiveObjectChange) -> Void
 
-    public init(key: EntityKey, options: ObserveOptions = ObserveOptions(), handler: @escaping @Sendable (LiveObjectChange) -> Void) {
+    public init(
+        key: EntityKey,
+        options: ObserveOptions = ObserveOptions(),
+        activatesAtOnce: Bool = false,
+        handler: @escaping @Sendable (LiveObjectChange) -> Void
+    ) {
         self.key = key
         self.options = options
+        self.activatesAtOnce = activatesAtOnce || options.policy == .freshOnly
         self.handler = handler
     }
 }

@@ -7,7 +7,7 @@ import Synchronization
 /// one realtime topic, whatever the number of observers.
 ///
 /// State changes happen on the engine's actor; observers may be removed from any thread (token release).
-final class SharedObjectObservation: Sendable {
+final class SharedObjectObservation: Sendable, Hashable {
     typealias Handler = @Sendable (LiveObjectChange) -> Void
 
     private struct Observer {
@@ -54,6 +54,8 @@ final class SharedObjectObservation: Sendable {
     }
 
     var isUnobserved: Bool { inner.withLock { $0.observers.isEmpty } }
+    /// Whether the observation was told what it starts from (``LiveObjectState/started(cached:fetching:)``).
+    var hasStarted: Bool { inner.withLock { $0.state.hasStarted } }
     var current: LiveObjectChange { inner.withLock { $0.state.current } }
 
     /// Whether a realtime event's `entity` skips versions (see ``LiveObjectState/skipsVersions(_:)``).
@@ -75,4 +77,8 @@ final class SharedObjectObservation: Sendable {
         }
         for (handler, change) in deliveries { handler(change) }
     }
+
+    /// By identity: the engine holds one observation per key at a time, and an ended one is another.
+    static func == (lhs: SharedObjectObservation, rhs: SharedObjectObservation) -> Bool { lhs === rhs }
+    func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }
