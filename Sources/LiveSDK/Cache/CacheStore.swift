@@ -276,14 +276,15 @@ final class CacheStore: Sendable {
         }
     }
 
-    /// The cached copies of `keys` (their access time recorded, as ``entity(_:)`` does) and the checkpoints of
-    /// their object topics (in their order), in one transaction: what a burst of new observations starts from.
+    /// The cached copies of `keys` and the checkpoints of their object topics (in their order), in one read
+    /// transaction (a reader's, not the writer's: it waits for no write, and one snapshot holds the copies and
+    /// the checkpoints): what a burst of new observations starts from. Their access time is recorded when the
+    /// engine activates them (``touch(_:)``), after the burst's cached answers.
     func starts(of keys: [EntityKey]) async throws(LiveError) -> (entities: [EntityKey: Entity], checkpoints: [Int64?]) {
         do {
-            return try await pool.write { db in
+            return try await pool.read { db in
                 var entities: [EntityKey: Entity] = [:]
                 var rowCheckpoints: [EntityKey: Int64] = [:]
-                let now = Date().timeIntervalSince1970
                 entities.reserveCapacity(keys.count)
                 for (collection, keys) in Dictionary(grouping: keys, by: \.collection) {
                     // SQLite takes at most 32,766 parameters a statement: a few hundred ids each.
@@ -303,8 +304,6 @@ final class CacheStore: Sendable {
                             entities[entity.key] = entity
                             if let seq = row[Self.entityColumnCount] as Int64? { rowCheckpoints[entity.key] = seq }
                         }
-                        try db.cachedStatement(sql: "UPDATE entity SET lastAccess = ? WHERE collection = ? AND id IN (\(marks))")
-                            .execute(arguments: [now] + arguments)
                     }
                 }
                 // Checkpoints kept apart from a row: of an object the cloud did not have when fetched, or written by
@@ -330,13 +329,34 @@ final class CacheStore: Sendable {
         }
     }
 
-    /// The most ids an `IN` list of ``starts(of:)`` holds.
+    /// Records that `keys` were used now (those the cache holds), as ``entity(_:)`` does for one: eviction takes
+    /// the least recently used first.
+    func touch(_ keys: [EntityKey]) async throws(LiveError) {
+        guard !keys.isEmpty else { return }
+        do {
+            try await pool.write { db in
+                let now = Date().timeIntervalSince1970
+                for (collection, keys) in Dictionary(grouping: keys, by: \.collection) {
+                    for start in stride(from: 0, to: keys.count, by: Self.idListLimit) {
+                        let ids = Self.paddedIDList(keys[start..<min(start + Self.idListLimit, keys.count)].map(\.id))
+                        let marks = Array(repeating: "?", count: ids.count).joined(separator: ",")
+                        try db.cachedStatement(sql: "UPDATE entity SET lastAccess = ? WHERE collection = ? AND id IN (\(marks))")
+                            .execute(arguments: StatementArguments([now, collection] as [any DatabaseValueConvertible]) + StatementArguments(ids))
+                    }
+                }
+            }
+        } catch {
+            throw monitor.failure(error, doing: "recording the use of \(keys.count) objects in the cache", path: path)
+        }
+    }
+
+    /// The most ids an `IN` list of ``starts(of:)`` and ``touch(_:)`` holds.
     static let idListLimit = 512
 
     /// `ids` (at most ``idListLimit``) with the last repeated up to the next power of two from 8: the statements
-    /// of ``starts(of:)`` are cached by their text, and one per length of list would keep up to 1,000 prepared
-    /// statements of up to 500 parameters on the writer (13 MB after a burst of 100,000 observations, which made
-    /// lists of every length). Seven lengths; a repeated id matches its row once.
+    /// of ``starts(of:)`` and ``touch(_:)`` are cached by their text, and one per length of list would keep up to
+    /// 1,000 prepared statements of up to 500 parameters on a connection (13 MB after a burst of 100,000
+    /// observations, which made lists of every length). Seven lengths; a repeated id matches its row once.
     static func paddedIDList(_ ids: [String]) -> [String] {
         guard let last = ids.last else { return ids }
         var length = 8

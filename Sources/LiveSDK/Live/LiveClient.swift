@@ -422,6 +422,16 @@ public actor LiveClient {
         let unresumable = candidates.compactMap { $0.checkpoint == nil ? $0.topic : nil }
         let held = unresumable.isEmpty ? [] : await realtime.held(unresumable)
         await withDiscardingTaskGroup { group in
+            // Their use, for eviction, recorded now rather than when their starts were read (in a burst's cached
+            // answers): one write beside the reads, not an update in each start read.
+            let used = candidates.map(\.observation.key)
+            group.addTask { [cache, logger] in
+                do {
+                    try await cache.touch(used)
+                } catch {
+                    logger.error("recording the use of cached objects failed", metadata: ["keys": "\(used.count)", "error": "\(error)"])
+                }
+            }
             var resumptions: [(key: EntityKey, topic: Topic, checkpoint: Int64?)] = []
             // Not one released meanwhile (observed anew, its key has an observation of its own, activated on its own).
             for (observation, topic, checkpoint) in candidates where observations[observation.key] === observation {
