@@ -81,6 +81,38 @@ import Testing
         }
     }
 
+    /// A checkpoint of an object's topic kept apart from its row (in the `checkpoint` table, as versions before
+    /// `v9-entity-topic-seq` kept every one) goes with the row when the object is evicted: left alone, it said
+    /// the cache held every event up to it with no object, so a later start resumed from it, heard no event since
+    /// and told the object did not exist.
+    @Test func anEvictedObjectLeavesNoCheckpointBehind() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("cache-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (cache, _) = try CacheStore.open(path: directory + "/cache.sqlite", monitor: StorageMonitor())
+        defer { try? cache.close() }
+
+        let a = EntityKey(collection: "c", id: "a")
+        let b = EntityKey(collection: "c", id: "b")
+        // Checkpoints in the table beside the rows, as an earlier version wrote every one: here each object's read
+        // found nothing (the table's checkpoint), then the object was written (a row, no checkpoint of its own).
+        try await cache.store([
+            CacheStore.Fetched(entity: nil, checkpoint: (.object(a), 40)),
+            CacheStore.Fetched(entity: nil, checkpoint: (.object(b), 41)),
+        ])
+        _ = try cache.storeNow([(Self.entity("x", version: 1), (.collection("c"), 42))])
+        #expect(try cache.storeNow(Self.entity("a", version: 4)))
+        #expect(try cache.storeNow(Self.entity("b", version: 2)))
+        #expect(try await cache.starts(of: [a]).checkpoints == [40])
+        let (evicted, _) = try await cache.evict(keepingAtMost: 2, protecting: [b, EntityKey(collection: "c", id: "x")])
+        #expect(evicted == 1)
+        let read = try await cache.starts(of: [a, b])
+        #expect(read.entities[a] == nil && read.entities[b]?.version == 2)
+        #expect(read.checkpoints == [nil, 41], "the evicted object's went with it; the kept one's stays")
+        #expect(try await cache.checkpoint(.object(a)) == nil)
+        #expect(try await cache.checkpoint(.collection("c")) == 42, "another topic's is not the object's")
+    }
+
     /// A topic replaying what was missed brings an object's older event after the cache held a newer copy (from a
     /// write's answer, or another topic). Eviction forgot that newer copy, and the older one was then taken for
     /// the newest and shown in a window (checker seed 4268631748165352, with the cache bounded to 38 objects).

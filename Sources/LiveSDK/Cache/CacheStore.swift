@@ -598,8 +598,11 @@ final class CacheStore: Sendable {
         }
     }
 
-    /// Deletes entities beyond `keepingAtMost`, least recently used first, never one of `protecting`.
-    /// Returns how many it deleted, and how many the cache holds after.
+    /// Deletes entities beyond `keepingAtMost`, least recently used first, never one of `protecting`, with any
+    /// checkpoint of their topics kept apart from their rows: a checkpoint with no row says the object did not
+    /// exist as of it, which an evicted one did (one kept in the `checkpoint` table by a version before
+    /// `v9-entity-topic-seq` outlived its row, and a later start resumed from it, found no event since and told
+    /// the object did not exist). Returns how many it deleted, and how many the cache holds after.
     func evict(keepingAtMost limit: Int, protecting protected: Set<EntityKey>) async throws(LiveError) -> (evicted: Int, remaining: Int) {
         do {
             return try await pool.write { db -> (evicted: Int, remaining: Int) in
@@ -616,6 +619,7 @@ final class CacheStore: Sendable {
                     let key = EntityKey(collection: row["collection"], id: row["id"])
                     if protected.contains(key) { continue }
                     try db.execute(sql: "DELETE FROM entity WHERE collection = ? AND id = ?", arguments: [key.collection, key.id])
+                    try db.execute(sql: "DELETE FROM checkpoint WHERE topic = ?", arguments: [Topic.object(key).description])
                     deleted[key] = row["version"]
                 }
                 let full = self.evictedVersions.withLock { versions in
