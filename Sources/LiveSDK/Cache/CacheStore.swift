@@ -286,24 +286,18 @@ final class CacheStore: Sendable {
                 var entities: [EntityKey: Entity] = [:]
                 var rowCheckpoints: [EntityKey: Int64] = [:]
                 entities.reserveCapacity(keys.count)
-                for (collection, keys) in Dictionary(grouping: keys, by: \.collection) {
-                    // SQLite takes at most 32,766 parameters a statement: a few hundred ids each.
-                    for start in stride(from: 0, to: keys.count, by: Self.idListLimit) {
-                        let ids = Self.paddedIDList(keys[start..<min(start + Self.idListLimit, keys.count)].map(\.id))
-                        let marks = Array(repeating: "?", count: ids.count).joined(separator: ",")
-                        let arguments = StatementArguments([collection] + ids)
-                        // The rows read in place, not copied; the topic's checkpoint after the entity's columns.
-                        let rows = try Row.fetchCursor(
-                            db.cachedStatement(
-                                sql: "SELECT \(Self.entityColumns), topicSeq FROM entity WHERE collection = ? AND id IN (\(marks))"
-                            ),
-                            arguments: arguments
-                        )
-                        while let row = try rows.next() {
-                            let entity = try Self.entity(from: row)
-                            entities[entity.key] = entity
-                            if let seq = row[Self.entityColumnCount] as Int64? { rowCheckpoints[entity.key] = seq }
-                        }
+                for list in Self.idLists(keys) {
+                    // The rows read in place, not copied; the topic's checkpoint after the entity's columns.
+                    let rows = try Row.fetchCursor(
+                        db.cachedStatement(
+                            sql: "SELECT \(Self.entityColumns), topicSeq FROM entity WHERE collection = ? AND id IN (\(list.marks))"
+                        ),
+                        arguments: StatementArguments([list.collection] + list.ids)
+                    )
+                    while let row = try rows.next() {
+                        let entity = try Self.entity(from: row)
+                        entities[entity.key] = entity
+                        if let seq = row[Self.entityColumnCount] as Int64? { rowCheckpoints[entity.key] = seq }
                     }
                 }
                 // Checkpoints kept apart from a row: of an object the cloud did not have when fetched, or written by
@@ -336,13 +330,9 @@ final class CacheStore: Sendable {
         do {
             try await pool.write { db in
                 let now = Date().timeIntervalSince1970
-                for (collection, keys) in Dictionary(grouping: keys, by: \.collection) {
-                    for start in stride(from: 0, to: keys.count, by: Self.idListLimit) {
-                        let ids = Self.paddedIDList(keys[start..<min(start + Self.idListLimit, keys.count)].map(\.id))
-                        let marks = Array(repeating: "?", count: ids.count).joined(separator: ",")
-                        try db.cachedStatement(sql: "UPDATE entity SET lastAccess = ? WHERE collection = ? AND id IN (\(marks))")
-                            .execute(arguments: StatementArguments([now, collection] as [any DatabaseValueConvertible]) + StatementArguments(ids))
-                    }
+                for list in Self.idLists(keys) {
+                    try db.cachedStatement(sql: "UPDATE entity SET lastAccess = ? WHERE collection = ? AND id IN (\(list.marks))")
+                        .execute(arguments: [now, list.collection] + StatementArguments(list.ids))
                 }
             }
         } catch {
@@ -352,6 +342,20 @@ final class CacheStore: Sendable {
 
     /// The most ids an `IN` list of ``starts(of:)`` and ``touch(_:)`` holds.
     static let idListLimit = 512
+
+    /// `keys` as the `IN` lists of ``starts(of:)`` and ``touch(_:)``: by collection, at most ``idListLimit`` ids
+    /// each (SQLite takes at most 32,766 parameters a statement), padded (``paddedIDList(_:)``), with their
+    /// placeholders.
+    static func idLists(_ keys: [EntityKey]) -> [(collection: String, ids: [String], marks: String)] {
+        var lists: [(collection: String, ids: [String], marks: String)] = []
+        for (collection, keys) in Dictionary(grouping: keys, by: \.collection) {
+            for start in stride(from: 0, to: keys.count, by: idListLimit) {
+                let ids = paddedIDList(keys[start..<min(start + idListLimit, keys.count)].map(\.id))
+                lists.append((collection, ids, Array(repeating: "?", count: ids.count).joined(separator: ",")))
+            }
+        }
+        return lists
+    }
 
     /// `ids` (at most ``idListLimit``) with the last repeated up to the next power of two from 8: the statements
     /// of ``starts(of:)`` and ``touch(_:)`` are cached by their text, and one per length of list would keep up to
