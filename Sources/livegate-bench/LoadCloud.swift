@@ -12,14 +12,16 @@ import Synchronization
 /// A load generator that speaks the cloud's protocols (login, object reads, the realtime WebSocket), so that a
 /// benchmark of the daemon measures the daemon and not the cloud's storage. It serves one object,
 /// `bench/o1`, whose data is `{"pad": "…", "t": <send time, ns>}`, and publishes new versions of it to every
-/// realtime subscriber of its topic, at a fixed rate or as fast as it can.
+/// realtime connection subscribed to its topic, at a fixed rate or as fast as it can.
 final class LoadCloud: Sendable {
     static let collection = "bench"
 
     private struct State {
         var versions: [String: Int64] = [:]
         var seq: Int64 = 0
-        var subscribers: [Int: AsyncStream<String>.Continuation] = [:]
+        /// The realtime connections, each with the object ids it subscribed to: an event goes only to those of
+        /// its topic (a second client of the load cloud, the forwarder floor, would otherwise load the daemon).
+        var subscribers: [Int: (sink: AsyncStream<String>.Continuation, ids: Set<String>)] = [:]
         var nextSubscriber = 0
     }
 
@@ -83,7 +85,7 @@ final class LoadCloud: Sendable {
             let (messages, sink) = AsyncStream.makeStream(of: String.self)
             let id = self.state.withLock { state in
                 state.nextSubscriber += 1
-                state.subscribers[state.nextSubscriber] = sink
+                state.subscribers[state.nextSubscriber] = (sink, [])
                 return state.nextSubscriber
             }
             defer { _ = self.state.withLock { $0.subscribers.removeValue(forKey: id) } }
@@ -99,7 +101,19 @@ final class LoadCloud: Sendable {
                         case .batch(let requests): requests
                         }
                     for request in requests {
-                        let seq = self.state.withLock { $0.seq }
+                        let seq = self.state.withLock { state in
+                            if case .object(let key) = request.topic, key.collection == Self.collection {
+                                switch request.op {
+                                case .subscribe: state.subscribers[id]?.ids.insert(key.id)
+                                case .unsubscribe: state.subscribers[id]?.ids.remove(key.id)
+                                }
+                            }
+                            return state.seq
+                        }
+                        guard request.op == .subscribe else {
+                            sink.yield(#"{"op":"ack","ref":\#(request.ref)}"#)
+                            continue
+                        }
                         // No log to replay from: a subscription from the last event resumes with nothing to replay,
                         // one from before it is told to resync.
                         switch request.since {
@@ -124,6 +138,11 @@ final class LoadCloud: Sendable {
         )
     }
 
+    /// How many realtime connections are subscribed to `bench/<id>`.
+    func subscriptions(of id: String) -> Int {
+        state.withLock { $0.subscribers.values.filter { $0.ids.contains(id) }.count }
+    }
+
     /// Publishes one new version of `bench/<id>`, stamped with the time now; returns the stamp.
     @discardableResult
     func publish(id: String = "o1") -> UInt64 {
@@ -133,7 +152,7 @@ final class LoadCloud: Sendable {
             let version = (state.versions[id] ?? 1) + 1
             state.versions[id] = version
             let text = eventText(id: id, version: version, seq: state.seq, t: t)
-            for sink in state.subscribers.values { sink.yield(text) }
+            for subscriber in state.subscribers.values where subscriber.ids.contains(id) { subscriber.sink.yield(text) }
         }
         return t
     }
