@@ -188,7 +188,7 @@ let package = Package(
         .executableTarget(
             name: "livegate-bench",
             dependencies: [
-                "LiveCloudAPI", "LiveChangeSet", "LiveSDK", "LiveJSON", "LiveGateVersion",
+                "LiveCloudAPI", "LiveChangeSet", "LiveSDK", "LiveJSON", "LiveGateVersion", "LiveEventLoops",
                 server("ArgumentParser", "swift-argument-parser"),
                 server("AsyncHTTPClient", "async-http-client"),
                 server("Hummingbird", "hummingbird"),

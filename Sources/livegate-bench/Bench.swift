@@ -38,6 +38,10 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "The daemon's cache-max-entities setting (default: its own, no bound).") var cacheMaxEntities: Int?
     @Option(help: "redis-server to compare with.") var redisServer = "/usr/bin/redis-server"
     @Flag(help: "Skip the Redis rows.") var skipRedis = false
+    @Flag(help: "Skip the forwarder floor's rows (the design's transport alone: WebSocket in, the same bytes to every client).")
+    var skipFloor = false
+    @Option(help: .hidden) var serveFloor: String?
+    @Option(help: .hidden) var floorCloudURL: String?
     @Flag(help: "Skip the memory run.") var skipMemory = false
     @Flag(help: "Skip the end-to-end row through livegate-cloud.") var skipEndToEnd = false
     @Option(help: "Distinct objects observed on one connection in the many-objects runs, comma-separated (through livegate-cloud on SQLite).")
@@ -68,6 +72,15 @@ struct Bench: AsyncParsableCommand {
     var burstMemory: Int?
 
     func run() async throws {
+        if let serveFloor, let floorCloudURL {
+            try await ForwarderFloor.serve(
+                cloudURL: floorCloudURL,
+                topic: "object:\(LoadCloud.collection)/o1",
+                socketPath: serveFloor,
+                clientLoops: max(1, System.coreCount - 1)
+            )
+            return
+        }
         measureChangeSets()
         measureRealtimeDecoding()
         if changeSetsOnly { return }
@@ -130,6 +143,22 @@ struct Bench: AsyncParsableCommand {
             say("  \(count) subscribers connected to livegated")
             rows.append(try await measure("livegated", pool: pool, burst: burst, rate: rate, process: daemon.child) { cloud.publish() })
             await pool.close()
+
+            if !skipFloor {
+                // Alone on the object's topic: the daemon's observation lingers a moment after its last token.
+                try await waitUntil("the daemon to leave the load cloud's topic") { cloud.subscriptions(of: "o1") == 0 }
+                let floor = try await startFloor(directory: directory, port: port)
+                defer { floor.stop() }
+                let floorPool = try await SubscriberPool.connect(
+                    count: count,
+                    socketPath: directory + "/floor.sock",
+                    greeting: "",
+                    readyMarker: ForwarderFloor.readyMarker
+                )
+                try await waitUntil("\(count) floor subscribers ready") { floorPool.readyCount == count }
+                rows.append(try await measure("forwarder floor", pool: floorPool, burst: burst, rate: rate, process: floor) { cloud.publish() })
+                await floorPool.close()
+            }
 
             if let _ = redis {
                 let publisher = try await RedisPublisher(socketPath: directory + "/redis.sock", eventLoopGroup: publisherLoop)
@@ -543,6 +572,18 @@ struct Bench: AsyncParsableCommand {
         )
         try await waitForSocket(socket, what: "livegated")
         return DaemonProcess(child: child, socket: socket)
+    }
+
+    /// The forwarder floor (``ForwarderFloor``), this program in its serving mode, on the load cloud at `port`.
+    func startFloor(directory: String, port: Int) async throws -> Child {
+        let floor = try Child(
+            "forwarder floor",
+            CommandLine.arguments[0],
+            ["--serve-floor", directory + "/floor.sock", "--floor-cloud-url", "ws://127.0.0.1:\(port)\(CloudPath.realtime)"],
+            log: directory + "/floor.log"
+        )
+        try await waitForSocket(directory + "/floor.sock", what: "the forwarder floor")
+        return floor
     }
 
     func waitForTCP(port: Int) async throws {
