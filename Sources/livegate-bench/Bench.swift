@@ -75,7 +75,7 @@ struct Bench: AsyncParsableCommand {
         if let serveFloor, let floorCloudURL {
             try await ForwarderFloor.serve(
                 cloudURL: floorCloudURL,
-                topic: "object:\(LoadCloud.collection)/o1",
+                topic: .object(EntityKey(collection: LoadCloud.collection, id: "o1")),
                 socketPath: serveFloor,
                 clientLoops: max(1, System.coreCount - 1)
             )

@@ -1,5 +1,7 @@
 // Licensed under the Apache License, Version 2.0.
 
+import Foundation
+import LiveCloudAPI
 import LiveEventLoops
 import Logging
 import NIOCore
@@ -23,7 +25,7 @@ enum ForwarderFloor {
     /// Subscribes to `topic`, then serves until the process is ended (the benchmark's SIGTERM); its socket
     /// listens once the subscription is acknowledged. `clientLoops`: the daemon's default, one fewer than the
     /// cores, at least one.
-    static func serve(cloudURL: String, topic: String, socketPath: String, clientLoops: Int) async throws {
+    static func serve(cloudURL: String, topic: Topic, socketPath: String, clientLoops: Int) async throws {
         let readerGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let clientGroup = MultiThreadedEventLoopGroup(numberOfThreads: clientLoops)
         let fanouts = clientGroup.makeIterator().map { LoopFanout(eventLoop: $0) }
@@ -58,11 +60,11 @@ enum ForwarderFloor {
         }
     }
 
-    /// Reads the realtime WebSocket on `loop`: the first message is the subscription's ack, every later text
-    /// frame goes to every client.
+    /// Reads the realtime WebSocket on `loop`: the first message must be the subscription's ack, every later
+    /// text frame goes to every client.
     private static func forward(
         from cloudURL: String,
-        topic: String,
+        topic: Topic,
         on loop: any EventLoop,
         to fanouts: [LoopFanout],
         subscribed: EventLoopPromise<Void>
@@ -73,12 +75,17 @@ enum ForwarderFloor {
             eventLoopGroup: loop,
             logger: Logger(label: "floor", factory: { _ in SwiftLogNoOpLogHandler() })
         ) { inbound, outbound, _ in
-            try await outbound.write(.text(#"{"op":"subscribe","ref":1,"topic":"\#(topic)"}"#))
+            let subscribe = RealtimeClientMessage(op: .subscribe, ref: 1, topic: topic)
+            try await outbound.write(.text(String(decoding: try JSONEncoder().encode(subscribe), as: UTF8.self)))
             var frames = inbound.makeAsyncIterator()
             var acknowledged = false
             while let frame = try await frames.next() {
                 guard frame.opcode == .text, frame.fin else { continue }
                 guard acknowledged else {
+                    let answer = try CloudJSON.decodeRealtimeMessage(from: String(buffer: frame.data))
+                    guard answer.op == .ack, answer.ref == subscribe.ref else {
+                        throw BenchError("the load cloud did not acknowledge the floor's subscription: \(answer)")
+                    }
                     acknowledged = true
                     subscribed.succeed()
                     continue
