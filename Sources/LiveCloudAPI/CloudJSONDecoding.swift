@@ -66,7 +66,7 @@ extension CloudJSON {
 extension RealtimeServerMessage {
     /// An `event` carrying an entity, read from its parsed document; `nil` for any other message, or one this
     /// path does not read exactly as `Decodable` does (left to it).
-    init?(entityEvent value: JSONValue) {
+    package init?(entityEvent value: JSONValue) {
         guard case .object(let members) = value, case .string("event") = members["op"],
             let seq = members["seq"].flatMap(Self.exactInteger),
             case .string(let topicName) = members["topic"], let topic = Topic(topicName),

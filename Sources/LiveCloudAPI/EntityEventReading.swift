@@ -7,7 +7,7 @@ extension RealtimeServerMessage {
     /// entity, only for the data and `previous`. `nil` for any other message, and for any the reader does not
     /// take exactly as ``init(entityEvent:)`` would from the parsed document: a member it does not know, a name
     /// given twice or with an escape, anything missing or of another type. Those go the general way.
-    init?(readingEntityEvent text: String) {
+    package init?(readingEntityEvent text: String) {
         guard
             let message = JSONReader.read(
                 text,

@@ -17,7 +17,7 @@ public struct CloudLogHandler: LogHandler {
     }
 
     /// Lines to `stream` instead (tests).
-    init(label: String, stream: any TextOutputStream & Sendable) {
+    package init(label: String, stream: any TextOutputStream & Sendable) {
         inner = StreamLogHandler(label: label, stream: stream, metadataProvider: nil)
     }
 

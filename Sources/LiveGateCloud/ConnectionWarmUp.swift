@@ -24,13 +24,13 @@ import NIOHTTP1
 ///
 /// The connections here are ``CloudChildChannel``s like the server's (same generic types); only their
 /// responders differ: they answer nothing, and nothing drives them.
-enum ConnectionWarmUp {
-    enum Outcome: Equatable {
+package enum ConnectionWarmUp {
+    package enum Outcome: Equatable {
         case done
         case failed(String)
     }
 
-    static func run(configuration: HTTP1WebSocketUpgradeChannel.Configuration, logger: Logger) -> Outcome {
+    package static func run(configuration: HTTP1WebSocketUpgradeChannel.Configuration, logger: Logger) -> Outcome {
         let child = CloudChildChannel(
             base: HTTP1WebSocketUpgradeChannel(
                 responder: { _, _, _ in },

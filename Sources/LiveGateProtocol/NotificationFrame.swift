@@ -150,7 +150,7 @@ public enum WireJSON {
     }
 
     /// `value` encoded by Foundation's `JSONEncoder`, configured as the protocol says.
-    static func foundationEncoded(_ value: some Encodable) throws -> Data {
+    package static func foundationEncoded(_ value: some Encodable) throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return try encoder.encode(value)

@@ -3,7 +3,7 @@
 /// Where a JSON string's bytes need more than copying, found eight bytes at a time: the parser looks for the
 /// closing quote (or an escape, or a control character, which JSON refuses unescaped), the writer for the bytes it
 /// must escape. A payload's strings are most of an event's bytes, and a byte at a time was most of their cost.
-enum StringByteScan {
+package enum StringByteScan {
     private static let ones: UInt64 = 0x0101_0101_0101_0101
     private static let highBits: UInt64 = 0x8080_8080_8080_8080
 
@@ -22,7 +22,7 @@ enum StringByteScan {
     /// The first index at or after `start` whose byte is a control character, `"`, `\` or `extra` (`bytes.count`
     /// when none is), and whether a byte before it is not ASCII (its high bit set).
     @inline(__always)
-    static func firstFlagged(in bytes: UnsafeRawBufferPointer, from start: Int, extra: UInt8) -> (index: Int, nonASCII: Bool) {
+    package static func firstFlagged(in bytes: UnsafeRawBufferPointer, from start: Int, extra: UInt8) -> (index: Int, nonASCII: Bool) {
         var index = start
         var high: UInt64 = 0
         while bytes.count - index >= 8 {

@@ -3,10 +3,9 @@
 import Foundation
 import LiveCloudAPI
 import LiveJSON
+import LiveSDK
 import Logging
 import Testing
-
-@testable import LiveSDK
 
 /// What the engine leaves in its cache when it stops: the realtime checkpoint of the last event it saw (each
 /// event's is written with its object, in the object's row), so that the next run resumes from there.

@@ -2,9 +2,8 @@
 
 import LiveCloudAPI
 import LiveJSON
+import LiveSDK
 import Testing
-
-@testable import LiveSDK
 
 /// A new observation reads its object first, then subscribes its topic from the read (see `LiveClient.activate`).
 @Suite(.serialized) struct ReadThenSubscribeTests {

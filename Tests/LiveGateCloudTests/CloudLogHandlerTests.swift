@@ -1,10 +1,9 @@
 // Licensed under the Apache License, Version 2.0.
 
+import LiveGateCloud
 import Logging
 import Synchronization
 import Testing
-
-@testable import LiveGateCloud
 
 /// The cloud's handler writes the lines `StreamLogHandler` writes, though it formats a logger's metadata only
 /// when a line is logged.

@@ -1,10 +1,9 @@
 // Licensed under the Apache License, Version 2.0.
 
 import HummingbirdWebSocket
+import LiveGateCloud
 import Logging
 import Testing
-
-@testable import LiveGateCloud
 
 @Suite struct ConnectionWarmUpTests {
     /// The cloud sets up a plain-HTTP connection and a WebSocket upgrade before it accepts any, so that its

@@ -1,10 +1,9 @@
 // Licensed under the Apache License, Version 2.0.
 
 import LiveCloudAPI
+import LiveGateCloud
 import LiveJSON
 import Testing
-
-@testable import LiveGateCloud
 
 /// The kept counts of filtered queries: given back only at the collection's same last event, never without one.
 @Suite struct FilteredCountsTests {

@@ -1,11 +1,10 @@
 // Licensed under the Apache License, Version 2.0.
 
 import LiveCloudAPI
+import LiveGateCloud
 import LiveJSON
 import SeededRandom
 import Testing
-
-@testable import LiveGateCloud
 
 /// PostgreSQL's event pump skips decoding a write nobody listens to (``RealtimeHub/publishUnheard(seq:collection:id:)``).
 /// Checked over random schedules of subscriptions and writes against a model of who listens, kept apart from the

@@ -3,11 +3,10 @@
 import Foundation
 import GRDB
 import LiveCloudAPI
+import LiveGateCloud
 import LiveJSON
 import Synchronization
 import Testing
-
-@testable import LiveGateCloud
 
 /// A batch of writes commits as one transaction without a savepoint per write; a write that throws must
 /// still be rolled back alone (`SQLiteStore.commit`: the batch runs again, each write in a savepoint).

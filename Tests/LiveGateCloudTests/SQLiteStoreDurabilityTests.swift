@@ -2,10 +2,9 @@
 
 import Foundation
 import GRDB
+import LiveGateCloud
 import LiveSQLite
 import Testing
-
-@testable import LiveGateCloud
 
 /// An answered write is on disk: the connection that commits the cloud's writes syncs the WAL at every
 /// commit (`synchronous = FULL`). GRDB's pool sets its writer to `NORMAL` when it turns WAL on, after the

@@ -1,9 +1,8 @@
 // Licensed under the Apache License, Version 2.0.
 
 import Foundation
+import LiveGateCloud
 import Testing
-
-@testable import LiveGateCloud
 
 /// Every object's `createdAt` and `updatedAt`: written by hand, the text Foundation's ISO 8601 format style wrote.
 @Suite struct StoreTextTimestampTests {

@@ -1,10 +1,9 @@
 // Licensed under the Apache License, Version 2.0.
 
+import LiveGateDaemon
 import NIOCore
 import NIOEmbedded
 import Testing
-
-@testable import LiveGateDaemon
 
 @Suite struct ChunkPoolTests {
     func address(_ buffer: ByteBuffer) -> UnsafeRawPointer? { buffer.withVeryUnsafeBytes { $0.baseAddress } }

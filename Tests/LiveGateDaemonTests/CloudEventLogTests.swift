@@ -1,9 +1,8 @@
 // Licensed under the Apache License, Version 2.0.
 
+import LiveGateDaemon
 import LiveSDK
 import Testing
-
-@testable import LiveGateDaemon
 
 /// What the journal says of the cloud session: a routine renewal is no loss; a failed one is.
 @Suite struct CloudEventLogTests {

@@ -1,11 +1,10 @@
 // Licensed under the Apache License, Version 2.0.
 
 import LiveGateConfig
+import LiveGateDaemon
 import LiveSDK
 import NIOCore
 import Testing
-
-@testable import LiveGateDaemon
 
 @Suite struct ConfigFileTests {
     @Test func eventLoopsIsACountOrAuto() throws {

@@ -1,10 +1,9 @@
 // Licensed under the Apache License, Version 2.0.
 
+import LiveGateDaemon
 import NIOCore
 import Synchronization
 import Testing
-
-@testable import LiveGateDaemon
 
 @Suite struct ConnectionOutboxTests {
     func buffer(_ text: String) -> ByteBuffer { ByteBuffer(string: text) }

@@ -1,10 +1,9 @@
 // Licensed under the Apache License, Version 2.0.
 
+import LiveGateDaemon
 import LiveGateProtocol
 import NIOCore
 import Testing
-
-@testable import LiveGateDaemon
 
 @Suite struct ConnectionWarmUpTests {
     /// Before the socket accepts, a connection's pipeline is set up and a frame read through its async channel,

@@ -1,8 +1,7 @@
 // Licensed under the Apache License, Version 2.0.
 
+import LiveGateDaemon
 import Testing
-
-@testable import LiveGateDaemon
 
 /// When the daemon gives freed memory back: once per quiet spell that follows work, never while it works,
 /// never while it was quiet all along.

@@ -1,11 +1,10 @@
 // Licensed under the Apache License, Version 2.0.
 
+import LiveGateDaemon
 import NIOCore
 import NIOEmbedded
 import Synchronization
 import Testing
-
-@testable import LiveGateDaemon
 
 @Suite struct LoopFlusherTests {
     @Test func everyWriterScheduledBeforeTheFlushRunsOnceInIt() {

@@ -1,14 +1,13 @@
 // Licensed under the Apache License, Version 2.0.
 
 import LiveCloudAPI
+import LiveGateDaemon
 import LiveJSON
 import LiveSDK
 import Logging
 import NIOCore
 import NIOEmbedded
 import Testing
-
-@testable import LiveGateDaemon
 
 /// What a topic tells the hub about its `freshOnly` tokens: whether the engine reads it at once when the topic
 /// is handed over, and whether a `freshOnly` token joining it still waits for its read.

@@ -1,6 +1,7 @@
 // Licensed under the Apache License, Version 2.0.
 
 import LiveCloudAPI
+import LiveGateDaemon
 import LiveJSON
 import LiveSDK
 import NIOCore
@@ -9,8 +10,6 @@ import Testing
 
 import enum LiveGateProtocol.NotificationFrame
 import struct LiveGateProtocol.ObjectChangedBody
-
-@testable import LiveGateDaemon
 
 @Suite struct ObjectTopicShareTests {
     func change(_ version: Int64) -> LiveObjectChange {

@@ -1,9 +1,8 @@
 // Licensed under the Apache License, Version 2.0.
 
 import LiveGateConfig
+import LiveGateDaemon
 import Testing
-
-@testable import LiveGateDaemon
 
 @Suite struct AccessPolicyTests {
     @Test func withoutAllowListsEveryoneReadsAndWrites() {

@@ -1,9 +1,8 @@
 // Licensed under the Apache License, Version 2.0.
 
+import LiveGateDaemon
 import NIOCore
 import Testing
-
-@testable import LiveGateDaemon
 
 @Suite struct SharedBodiesTests {
     private static func address(_ buffer: ByteBuffer) -> UInt {

@@ -1,10 +1,9 @@
 // Licensed under the Apache License, Version 2.0.
 
+import LiveGateDaemon
 import LiveGateProtocol
 import NIOCore
 import Testing
-
-@testable import LiveGateDaemon
 
 @Suite struct TokenPrefixesTests {
     private static func address(_ buffer: ByteBuffer) -> UInt {

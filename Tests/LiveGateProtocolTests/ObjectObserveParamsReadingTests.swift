@@ -1,10 +1,9 @@
 // Licensed under the Apache License, Version 2.0.
 
+import LiveGateProtocol
 import LiveJSON
 import SeededRandom
 import Testing
-
-@testable import LiveGateProtocol
 
 /// `ObjectObserveParams(reading:)` (the daemon's fast path) against the `Decodable` conformance, which decides
 /// whenever the fast path declines.

@@ -1,10 +1,9 @@
 // Licensed under the Apache License, Version 2.0.
 
+import LiveGateProtocol
 import LiveJSON
 import SeededRandom
 import Testing
-
-@testable import LiveGateProtocol
 
 /// `ObjectObserveRequest(frame:)` (the daemon's reading of a frame in place) against the general way the daemon
 /// reads a frame: parsed into a ``JSONValue``, read as an ``RPCRequestEnvelope``, its params read or decoded.

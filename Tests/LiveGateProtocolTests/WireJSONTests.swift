@@ -1,11 +1,10 @@
 // Licensed under the Apache License, Version 2.0.
 
 import Foundation
+import LiveGateProtocol
 import LiveJSON
 import SeededRandom
 import Testing
-
-@testable import LiveGateProtocol
 
 @Suite struct WireJSONTests {
     struct Special: Encodable {

@@ -1,9 +1,8 @@
 // Licensed under the Apache License, Version 2.0.
 
+import LiveSDK
 import SeededRandom
 import Testing
-
-@testable import LiveSDK
 
 @Suite struct ActivationDeferralTests {
     typealias Deferral = ActivationDeferral<Int>

@@ -3,10 +3,9 @@
 import Foundation
 import LiveCloudAPI
 import LiveJSON
+import LiveSDK
 import SeededRandom
 import Testing
-
-@testable import LiveSDK
 
 /// The engine stores a realtime read's events in one transaction, and an object the read brings several times is
 /// written once (``CacheStore/storeNow(_:)``). Checked against the cache storing the same events one at a time

@@ -3,10 +3,9 @@
 import Foundation
 import LiveCloudAPI
 import LiveJSON
+import LiveSDK
 import SeededRandom
 import Testing
-
-@testable import LiveSDK
 
 @Suite struct CacheEvictionTests {
     private static func entity(_ id: String, version: Int64) -> Entity {

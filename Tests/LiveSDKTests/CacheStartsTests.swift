@@ -3,10 +3,9 @@
 import Foundation
 import LiveCloudAPI
 import LiveJSON
+import LiveSDK
 import SeededRandom
 import Testing
-
-@testable import LiveSDK
 
 /// What a burst of new observations starts from (``CacheStore/starts(of:)``: `IN` lists padded to a few lengths,
 /// so that the writer caches a few statements, not one per length) is what reading each object and its topic's

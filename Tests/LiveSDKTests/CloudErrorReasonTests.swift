@@ -1,10 +1,9 @@
 // Licensed under the Apache License, Version 2.0.
 
 import Glibc
+import LiveSDK
 import NIOCore
 import Testing
-
-@testable import LiveSDK
 
 /// A cloud that cannot be reached is told in the system's words (`-32004`'s message is read by people).
 struct CloudErrorReasonTests {

@@ -1,11 +1,10 @@
 // Licensed under the Apache License, Version 2.0.
 
 import Foundation
+import LiveCloudAPI
 import LiveJSON
 import SeededRandom
 import Testing
-
-@testable import LiveCloudAPI
 
 /// The entity's event read member by member from its text (``RealtimeServerMessage/init(readingEntityEvent:)``),
 /// against the general decoder (`Decodable` over the parsed document) as the model: over seeded texts of an event

@@ -1,9 +1,8 @@
 // Licensed under the Apache License, Version 2.0.
 
+import LiveSDK
 import SeededRandom
 import Testing
-
-@testable import LiveSDK
 
 @Suite struct IDTableTests {
     func contents(_ table: inout IDTable<Int64>) -> [Int: Int64] {

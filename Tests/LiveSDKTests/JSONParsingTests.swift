@@ -1,11 +1,10 @@
 // Licensed under the Apache License, Version 2.0.
 
 import Foundation
+import LiveCloudAPI
 import LiveJSON
 import SeededRandom
 import Testing
-
-@testable import LiveCloudAPI
 
 @Suite struct JSONParsingTests {
     static let documents = [

@@ -1,9 +1,8 @@
 // Licensed under the Apache License, Version 2.0.
 
+import LiveJSON
 import SeededRandom
 import Testing
-
-@testable import LiveJSON
 
 /// Integers written digit by digit (`JSONWriter.write(_: Int64)`): the same text as `String(_:)`, for every
 /// magnitude and sign, through each of the writer's ways in (an `Int64`, an `Int`, any other integer type, a

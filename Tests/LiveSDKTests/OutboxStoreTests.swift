@@ -2,9 +2,8 @@
 
 import Foundation
 import LiveCloudAPI
+import LiveSDK
 import Testing
-
-@testable import LiveSDK
 
 @Suite struct OutboxStoreTests {
     /// A fresh outbox in a directory of its own, removed after the test.

@@ -1,8 +1,7 @@
 // Licensed under the Apache License, Version 2.0.
 
+import LiveSDK
 import Testing
-
-@testable import LiveSDK
 
 @Suite struct ShrinkingRemovalTests {
     /// A table a burst filled gives its storage back as it empties, and keeps every member not removed.

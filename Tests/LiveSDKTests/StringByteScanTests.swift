@@ -1,10 +1,9 @@
 // Licensed under the Apache License, Version 2.0.
 
 import Foundation
+import LiveJSON
 import SeededRandom
 import Testing
-
-@testable import LiveJSON
 
 /// Strings' bytes scanned eight at a time (`StringByteScan`): against a byte-at-a-time model, then through the
 /// writer and the parser against Foundation, on strings long enough to take whole words, with what needs

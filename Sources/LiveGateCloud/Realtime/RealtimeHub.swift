@@ -5,12 +5,12 @@ import LiveCloudAPI
 import Synchronization
 
 /// One realtime connection, as the hub sees it: a bounded queue of encoded messages to write.
-final class RealtimeSubscriber: Sendable {
+package final class RealtimeSubscriber: Sendable {
     let id: Int
     /// Who the connection belongs to (its bearer token's user).
     let user: String
     /// Encoded messages, in order. Finishes when the subscriber is cut off for being too slow.
-    let messages: AsyncStream<String>
+    package let messages: AsyncStream<String>
     private let sink: AsyncStream<String>.Continuation
     private let overflowed = Mutex(false)
 
@@ -62,7 +62,7 @@ final class RealtimeSubscriber: Sendable {
 
 /// Topic subscriptions and fan-out. Each event is encoded once and the same text is queued to every
 /// subscriber of its topic. Also keeps the counters behind `/v1/stats`.
-final class RealtimeHub: Sendable {
+package final class RealtimeHub: Sendable {
     private struct State {
         var subscribers: [Int: RealtimeSubscriber] = [:]
         var topics: [Topic: Set<Int>] = [:]
@@ -117,12 +117,12 @@ final class RealtimeHub: Sendable {
     private let state = Mutex(State())
     let queueLimit: Int
 
-    init(queueLimit: Int = 10_000, lastPublished: Int64 = 0) {
+    package init(queueLimit: Int = 10_000, lastPublished: Int64 = 0) {
         self.queueLimit = queueLimit
         state.withLock { $0.lastPublished = lastPublished }
     }
 
-    func connect(user: String) -> RealtimeSubscriber {
+    package func connect(user: String) -> RealtimeSubscriber {
         state.withLock { state in
             state.nextID += 1
             let subscriber = RealtimeSubscriber(id: state.nextID, user: user, queueLimit: queueLimit)
@@ -142,7 +142,7 @@ final class RealtimeHub: Sendable {
 
     /// Subscribes and queues the ack (carrying the last published seq) in one step, so every event
     /// published after the subscription follows the ack.
-    func subscribe(_ subscriber: RealtimeSubscriber, to topic: Topic, ref: Int64) {
+    package func subscribe(_ subscriber: RealtimeSubscriber, to topic: Topic, ref: Int64) {
         state.withLock { state in
             guard state.subscribers[subscriber.id] != nil else { return }
             state.add(subscriber.id, to: topic)
@@ -211,7 +211,7 @@ final class RealtimeHub: Sendable {
         }
     }
 
-    func unsubscribe(_ subscriber: RealtimeSubscriber, from topic: Topic, ack: String) {
+    package func unsubscribe(_ subscriber: RealtimeSubscriber, from topic: Topic, ack: String) {
         state.withLock { state in
             state.replaying[SubscriptionKey(subscriber: subscriber.id, topic: topic)] = nil
             state.remove(subscriber.id, from: topic)
@@ -226,7 +226,7 @@ final class RealtimeHub: Sendable {
     /// the cloud's CPU with 64 writers, 0.6 % without the decoding. Decided under the lock that subscriptions take, as `publish` is: a subscription
     /// made after this call is acked at or past `seq`, so it replays the write from the log if it resumes. A
     /// stream's message or access list (`$`-collections) is never skipped: its topic is in the event.
-    func publishUnheard(seq: Int64, collection: String, id: String) -> Bool {
+    package func publishUnheard(seq: Int64, collection: String, id: String) -> Bool {
         guard !collection.hasPrefix("$") else { return false }
         return state.withLock { state in
             guard state.topics[.object(EntityKey(collection: collection, id: id))] == nil, state.topics[.collection(collection)] == nil,

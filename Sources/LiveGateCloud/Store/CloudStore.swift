@@ -88,7 +88,7 @@ protocol CloudStore: Sendable {
 /// when the object did not exist or was deleted). A stream message's log row has `collection` =
 /// `$stream/<stream>` (never a valid collection name), `id` = the recipient, `version` = 0 and the message as
 /// its `entity` text.
-enum LoggedEvent: Sendable, Equatable {
+package enum LoggedEvent: Sendable, Equatable {
     case entity(Entity, previous: JSONValue?)
     case message(StreamMessage)
     /// A user's ACL on a stream was replaced: subscriptions it no longer allows end (on every instance).
@@ -279,7 +279,7 @@ extension WriteOutcome {
     }
 }
 
-enum WriteOutcome: Sendable {
+package enum WriteOutcome: Sendable {
     case created(Entity)
     case updated(Entity)
     case deleted(Entity)
@@ -298,7 +298,7 @@ enum StreamSendOutcome: Sendable, Equatable {
 }
 
 /// Encodings both stores write.
-enum StoreText {
+package enum StoreText {
     /// JSON with sorted keys, as stored and as sent.
     static func encode(_ value: some Encodable) throws -> String {
         String(decoding: try bytes(value), as: UTF8.self)
@@ -352,13 +352,13 @@ enum StoreText {
     /// RFC 3339 UTC with milliseconds, `2026-11-29T08:14:23.123Z`, by Foundation's ISO 8601 format style.
     /// Every write stamps its object, and the format style's calendar work was ~1 % of the cloud's request
     /// tasks: ``timestamp(_:)`` writes the same text by hand (`StoreTextTimestampTests` compares them).
-    static func foundationTimestamp(_ date: Date) -> String {
+    package static func foundationTimestamp(_ date: Date) -> String {
         date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
     }
 
     /// ``foundationTimestamp(_:)``'s text for any date a clock gives, written by hand (a date before year 0 or
     /// past 9999 is left to Foundation).
-    static func timestamp(_ date: Date = Date()) -> String {
+    package static func timestamp(_ date: Date = Date()) -> String {
         // As Foundation counts: whole seconds since 2001 and the milliseconds of the rest, truncated.
         let sinceReference = date.timeIntervalSinceReferenceDate
         let wholeSeconds = sinceReference.rounded(.down)

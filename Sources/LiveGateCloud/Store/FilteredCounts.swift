@@ -23,15 +23,15 @@ import Synchronization
 /// Each store instance keeps its own; several instances on one PostgreSQL database each check their kept count
 /// against the shared log. At most ``capacity`` counts are kept (filters are the clients' choice); beyond it
 /// every count is dropped and they are kept anew.
-final class FilteredCounts: Sendable {
-    static let capacity = 1_024
+package final class FilteredCounts: Sendable {
+    package static let capacity = 1_024
 
     /// A filtered query's result as far as its count goes: the sort does not change it.
-    struct Key: Hashable, Sendable {
+    package struct Key: Hashable, Sendable {
         let collection: String
         let filter: [String: JSONValue]
 
-        init(_ query: CollectionQuery) {
+        package init(_ query: CollectionQuery) {
             collection = query.collection
             filter = query.where
         }
@@ -44,20 +44,22 @@ final class FilteredCounts: Sendable {
 
     private let kept = Mutex<[Key: Kept]>([:])
 
+    package init() {}
+
     /// The count kept for `key`, if it holds in a snapshot where the event it was kept at is `seq`.
-    func count(of key: Key, at seq: Int64?) -> Int? {
+    package func count(of key: Key, at seq: Int64?) -> Int? {
         guard let seq else { return nil }
         return kept.withLock { kept in kept[key].flatMap { $0.seq == seq ? $0.count : nil } }
     }
 
     /// The count kept for `key` with the sequence number it was kept at, if any (for a store that checks it in
     /// the statement that would count: ``count(of:at:)`` there).
-    func kept(for key: Key) -> (seq: Int64, count: Int)? {
+    package func kept(for key: Key) -> (seq: Int64, count: Int)? {
         kept.withLock { kept in kept[key].map { ($0.seq, $0.count) } }
     }
 
     /// Keeps `count`, read in a snapshot where the event that dates it is `seq` (nothing is kept without one).
-    func keep(_ count: Int, of key: Key, at seq: Int64?) {
+    package func keep(_ count: Int, of key: Key, at seq: Int64?) {
         guard let seq else { return }
         kept.withLock { kept in
             if kept[key] == nil, kept.count >= Self.capacity { kept.removeAll(keepingCapacity: true) }

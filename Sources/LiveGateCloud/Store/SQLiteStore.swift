@@ -15,14 +15,14 @@ import ServiceLifecycle
 /// Durability: `synchronous = FULL`, so a write is on disk (in the WAL, synced) before it is answered, and
 /// survives a power loss, not only a crash of the process. Object writes share commits (``GroupCommit``),
 /// which is what keeps that sync from bounding the write rate.
-final class SQLiteStore: CloudStore {
+package final class SQLiteStore: CloudStore {
     let isShared = false
-    let pool: DatabasePool
+    package let pool: DatabasePool
     let onCommit: @Sendable (_ seq: Int64, _ event: LoggedEvent) -> Void
     /// How many events the log keeps; older ones are pruned (a subscriber resuming from before them is told to resync).
     let eventRetention: Int64
     /// A write's work inside a transaction: its outcome, and the events it logged (``logged(_:)``).
-    typealias Write = @Sendable (Database, inout [(seq: Int64, event: LoggedEvent)]) throws -> WriteOutcome
+    package typealias Write = @Sendable (Database, inout [(seq: Int64, event: LoggedEvent)]) throws -> WriteOutcome
     let groupCommit: GroupCommit<Write, WriteOutcome>
     let queryIndexes: QueryIndexes
     let filteredCounts = FilteredCounts()
@@ -30,7 +30,7 @@ final class SQLiteStore: CloudStore {
     /// the writer checkpoints at ``WALCheckpointer/backstopPages``).
     let checkpointer: WALCheckpointer
 
-    init(
+    package init(
         path: String,
         eventRetention: Int64 = 100_000,
         logger: Logger = Logger(label: "livegate-cloud"),
@@ -354,7 +354,7 @@ final class SQLiteStore: CloudStore {
         }
     }
 
-    func close() throws {
+    package func close() throws {
         try checkpointer.close()  // first: the pool's connections are then the last, and SQLite checkpoints as they close
         try pool.close()
     }
@@ -367,7 +367,7 @@ final class SQLiteStore: CloudStore {
     /// release were two statements more a write); if a write throws, that transaction is rolled back and the
     /// batch runs again with each write in a savepoint of its own. The writes read and decide again from the
     /// store, so the second run answers them as the first would have.
-    static func commit(
+    package static func commit(
         _ batch: [Write],
         in pool: DatabasePool,
         publish: @escaping @Sendable (_ seq: Int64, _ event: LoggedEvent) -> Void

@@ -11,9 +11,9 @@ import Synchronization
 /// One observed object, shared by every connection token that observes it: one SDK observation, and each
 /// change encoded once into a body that every token's prefix is written before. The tokens are kept by event
 /// loop (``ObjectTopicShare``): a change is handed to each loop once, and each loop offers it to its tokens.
-final class ObjectTopic: Sendable {
+package final class ObjectTopic: Sendable {
     /// One connection token on this topic.
-    struct Subscriber {
+    package struct Subscriber {
         let outbox: ConnectionOutbox
         /// The event loop of the token's connection, where it is offered its notifications.
         let eventLoop: any EventLoop
@@ -47,7 +47,7 @@ final class ObjectTopic: Sendable {
 
         /// - Parameter fields: the token hears only of changes to these top-level fields (the engine's
         ///   ``ObserverFilter``, its own: boxed, so tokens without one pay a pointer).
-        init(
+        package init(
             outbox: ConnectionOutbox,
             eventLoop: any EventLoop,
             token: Int64,
@@ -161,7 +161,7 @@ final class ObjectTopic: Sendable {
     private let state = Mutex(State())
     private let logger: Logger
 
-    init(key: EntityKey, logger: Logger) {
+    package init(key: EntityKey, logger: Logger) {
         self.key = key
         self.logger = logger
     }
@@ -171,7 +171,7 @@ final class ObjectTopic: Sendable {
     /// answer giving it the token), when given. Returns the subscriber id and its share, which
     /// ``remove(_:from:)`` takes, or `nil` when the topic has closed meanwhile (the caller retries on a new
     /// topic; `answer` was not queued).
-    func add(_ subscriber: Subscriber, answer: ByteBuffer? = nil) -> (id: Int, share: ObjectTopicShare)? {
+    package func add(_ subscriber: Subscriber, answer: ByteBuffer? = nil) -> (id: Int, share: ObjectTopicShare)? {
         state.withLock { state -> (Int, ObjectTopicShare)? in
             guard !state.closed else { return nil }
             state.nextID += 1
@@ -192,10 +192,10 @@ final class ObjectTopic: Sendable {
     }
 
     /// Whether a `freshOnly` token joined the topic (its engine observation is then read at once).
-    var wantsFreshAtOnce: Bool { state.withLock { $0.freshOnlyJoined } }
+    package var wantsFreshAtOnce: Bool { state.withLock { $0.freshOnlyJoined } }
 
     /// Whether the object is yet to be read from the cloud: nothing told yet, or its cached copy only.
-    var awaitsItsRead: Bool { state.withLock { $0.last.map { $0.loadingStatus == .loading } ?? true } }
+    package var awaitsItsRead: Bool { state.withLock { $0.last.map { $0.loadingStatus == .loading } ?? true } }
 
     /// Removes a token, once: `id` and `share` are what ``add(_:)`` returned for it. Returns `true` when it was
     /// the last one: the topic is then closed and its SDK observation released.
@@ -226,7 +226,7 @@ final class ObjectTopic: Sendable {
     var subscriberCount: Int { state.withLock { $0.members } }
 
     /// The SDK observation's handler: encode once, hand the same bytes to every event loop with tokens.
-    func emit(_ change: LiveObjectChange) {
+    package func emit(_ change: LiveObjectChange) {
         let body: ByteBuffer
         do {
             body = try NotificationFrame.body(ObjectChangedBody(change))
@@ -243,7 +243,7 @@ final class ObjectTopic: Sendable {
 
 extension ObjectChangedBody {
     /// The wire form of an engine change.
-    init(_ change: LiveObjectChange) {
+    package init(_ change: LiveObjectChange) {
         self.init(
             snapshot: change.snapshot.map(ObjectSnapshot.init),
             dataStatus: LiveGateProtocol.DataStatus(rawValue: change.dataStatus.rawValue) ?? .error,

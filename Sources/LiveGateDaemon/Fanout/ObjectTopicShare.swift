@@ -19,8 +19,8 @@ import Synchronization
 /// Bounded: when the loop is so far behind that ``maxQueuedChanges`` changes wait, a new change replaces the
 /// newest waiting one (object notifications are states, so the latest is what counts; each token's filter
 /// compares against what it last received).
-final class ObjectTopicShare: Sendable {
-    enum Operation {
+package final class ObjectTopicShare: Sendable {
+    package enum Operation {
         case deliver(LiveObjectChange, ByteBuffer)
         /// A token joins and receives `last` (the topic's latest change) at once when its filter admits it,
         /// encoded then (a topic keeps its latest change, not its bytes: ~300 bytes an object, for joins only).
@@ -43,19 +43,19 @@ final class ObjectTopicShare: Sendable {
         var replaced = 0
     }
 
-    static let maxQueuedChanges = 1024
+    package static let maxQueuedChanges = 1024
 
     let eventLoop: any EventLoop
     private let subscribers: NIOLoopBoundBox<IDTable<ObjectTopic.Subscriber>>
     private let queue = Mutex(Queue())
 
-    init(eventLoop: any EventLoop) {
+    package init(eventLoop: any EventLoop) {
         self.eventLoop = eventLoop
         subscribers = .makeBoxSendingValue(IDTable(), eventLoop: eventLoop)
     }
 
     /// How many changes were replaced by newer ones before this loop delivered them.
-    var replacedChanges: Int { queue.withLock { $0.replaced } }
+    package var replacedChanges: Int { queue.withLock { $0.replaced } }
 
     /// Queues `operation` after those queued before it.
     ///
@@ -64,7 +64,7 @@ final class ObjectTopicShare: Sendable {
     /// sooner, or a token's notifications stop sooner. A token that joins starts a segment and a task of its
     /// own, scheduled now: its notifications come after everything queued on the loop before it (its
     /// connection's answer giving it its token, above all).
-    func submit(_ operation: Operation) {
+    package func submit(_ operation: Operation) {
         let schedule = queue.withLock { queue -> Bool in
             if case .deliver = operation {
                 if queue.changes >= Self.maxQueuedChanges, case .deliver? = queue.segments.last?.last {

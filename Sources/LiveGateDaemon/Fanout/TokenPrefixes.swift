@@ -14,7 +14,7 @@ import Synchronization
 /// ``blockBytes`` (about 30). A slice keeps its block alive: a connection that keeps one token in thirty and
 /// ends the others holds a block for each it keeps (2 KiB, against about 190 bytes before; its tokens are
 /// bounded by `maxTokensPerConnection`).
-final class TokenPrefixes: Sendable {
+package final class TokenPrefixes: Sendable {
     /// A block's capacity: a power of two, which NIO would round up to anyway.
     static let blockBytes = 2048
 
@@ -36,12 +36,12 @@ final class TokenPrefixes: Sendable {
     private let last = Mutex<Block?>(nil)
 
     /// Prefixes of `method`'s notifications (`object.changed`, say).
-    init(method: String) {
+    package init(method: String) {
         self.method = method
     }
 
     /// The prefix of `token`'s notifications: the same bytes as ``NotificationFrame/prefix(method:token:allocator:)``.
-    func prefix(token: Int64) -> ByteBuffer {
+    package func prefix(token: Int64) -> ByteBuffer {
         last.withLock { last in
             if let slice = last?.slice(token) { return slice }
             let block = makeBlock(from: token)

@@ -10,7 +10,7 @@ import Synchronization
 /// swift-nio #2637) is an `NIOAsyncChannel` nobody finishes, which NIO traps on ("Deinited NIOAsyncWriter
 /// without calling finish()"). Held here, each connection is either taken and served, or closed by
 /// ``stop()``; once stopped, a connection set up later is refused (its channel closed by NIO).
-final class AcceptedConnections<Connection: Sendable>: Sendable {
+package final class AcceptedConnections<Connection: Sendable>: Sendable {
     private struct State {
         var accepting = true
         var waiting: [ObjectIdentifier: Connection] = [:]
@@ -18,13 +18,15 @@ final class AcceptedConnections<Connection: Sendable>: Sendable {
 
     private let state = Mutex(State())
 
+    package init() {}
+
     /// The server has stopped accepting: a connection set up now is refused.
-    struct Stopped: Error, CustomStringConvertible {
-        var description: String { "the daemon is shutting down and accepts no new connection" }
+    package struct Stopped: Error, CustomStringConvertible {
+        package var description: String { "the daemon is shutting down and accepts no new connection" }
     }
 
     /// Makes the connection of `channel` (in its channel initializer) and holds it until ``take(_:)``.
-    func admit(_ channel: any Channel, make: () throws -> Connection) throws -> Connection {
+    package func admit(_ channel: any Channel, make: () throws -> Connection) throws -> Connection {
         try state.withLock { state in
             guard state.accepting else { throw Stopped() }
             let connection = try make()
@@ -34,12 +36,12 @@ final class AcceptedConnections<Connection: Sendable>: Sendable {
     }
 
     /// Takes the connection of `channel` to serve it; `false` when ``stop()`` already took it.
-    func take(_ channel: any Channel) -> Bool {
+    package func take(_ channel: any Channel) -> Bool {
         state.withLock { $0.waiting.removeValue(forKey: ObjectIdentifier(channel)) != nil }
     }
 
     /// Accepts no more; returns the connections admitted and never taken, for the caller to close.
-    func stop() -> [Connection] {
+    package func stop() -> [Connection] {
         state.withLock { state in
             state.accepting = false
             defer { state.waiting = [:] }
@@ -48,5 +50,5 @@ final class AcceptedConnections<Connection: Sendable>: Sendable {
     }
 
     /// How many connections are admitted and not yet taken.
-    var waitingCount: Int { state.withLock { $0.waiting.count } }
+    package var waitingCount: Int { state.withLock { $0.waiting.count } }
 }

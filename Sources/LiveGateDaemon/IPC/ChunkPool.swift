@@ -9,7 +9,7 @@ import NIOCore
 /// back to the kernel, so writing into it faulted and zeroed each page again (a sixth of the daemon's time at
 /// 1,000 subscribers). The writer returns its chunks here after writing them, and the loop's outboxes take
 /// them again. Confined to the loop; bounded, so a burst's chunks are not all kept.
-final class ChunkPool: Sendable {
+package final class ChunkPool: Sendable {
     private struct Spares {
         var small: [ByteBuffer] = []
         var large: [ByteBuffer] = []
@@ -20,13 +20,13 @@ final class ChunkPool: Sendable {
     let maxBytes: Int
     private let spares: NIOLoopBoundBox<Spares>
 
-    init(eventLoop: any EventLoop, maxBytes: Int = 4 << 20) {
+    package init(eventLoop: any EventLoop, maxBytes: Int = 4 << 20) {
         self.maxBytes = maxBytes
         spares = .makeBoxSendingValue(Spares(), eventLoop: eventLoop)
     }
 
     /// An empty chunk with room for at least `capacity` bytes, when one of that size is spare; on the loop.
-    func take(capacity: Int) -> ByteBuffer? {
+    package func take(capacity: Int) -> ByteBuffer? {
         spares.withValue { spares -> ByteBuffer? in
             // Each size for its own use: a large chunk taken for a small need would be kept as long.
             let chunk: ByteBuffer? =
@@ -52,7 +52,7 @@ final class ChunkPool: Sendable {
 
     /// Keeps `chunks` for ``take(capacity:)``, as many as fit in `maxBytes`; on the loop. Chunks of other
     /// sizes than the outboxes' two are left to be freed.
-    func recycle(_ chunks: [ByteBuffer]) {
+    package func recycle(_ chunks: [ByteBuffer]) {
         spares.withValue { spares in
             for chunk in chunks where spares.bytes + chunk.capacity <= maxBytes {
                 if chunk.capacity == Self.smallCapacity {

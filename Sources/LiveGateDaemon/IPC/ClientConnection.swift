@@ -384,17 +384,17 @@ final class ClientConnection: Sendable {
 }
 
 /// A token bucket: up to `perSecond` requests in a burst, refilled at `perSecond` per second. Pure.
-struct RequestRate: Sendable {
+package struct RequestRate: Sendable {
     let perSecond: Int
     private var available: Double
     private var last: ContinuousClock.Instant?
 
-    init(perSecond: Int) {
+    package init(perSecond: Int) {
         self.perSecond = max(perSecond, 1)
         available = Double(self.perSecond)
     }
 
-    mutating func admit(now: ContinuousClock.Instant) -> Bool {
+    package mutating func admit(now: ContinuousClock.Instant) -> Bool {
         if let last {
             let elapsed = Double((now - last).components.attoseconds) / 1e18 + Double((now - last).components.seconds)
             available = min(Double(perSecond), available + elapsed * Double(perSecond))

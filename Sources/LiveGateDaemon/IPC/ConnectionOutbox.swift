@@ -27,7 +27,7 @@ import Synchronization
 /// - When more than `maxQueuedBytes` wait, or the writer has been blocked (the client's socket full) for
 ///   longer than `maxStall`, the client is cut off: the queue is replaced by one `connection.closing`
 ///   notification and nothing more is accepted. One slow client never holds memory or time from the others.
-final class ConnectionOutbox: Sendable {
+package final class ConnectionOutbox: Sendable {
     enum Closure: Equatable, Sendable {
         case open
         /// Closing: what is queued is still written, then the writer ends.
@@ -35,7 +35,7 @@ final class ConnectionOutbox: Sendable {
     }
 
     /// When the writer is asked to write what was queued.
-    enum Wakeup: Equatable, Sendable {
+    package enum Wakeup: Equatable, Sendable {
         /// In its loop's next flush, together with whatever else is queued for the connection before it runs
         /// (answers to pipelined requests, a goodbye).
         case joinFlush
@@ -49,7 +49,7 @@ final class ConnectionOutbox: Sendable {
     }
 
     /// The full-state form of a change notification, made only when needed (it is encoded once per change).
-    typealias FullState = @Sendable () -> ByteBuffer?
+    package typealias FullState = @Sendable () -> ByteBuffer?
 
     private enum Item {
         case frame(ByteBuffer)
@@ -112,7 +112,7 @@ final class ConnectionOutbox: Sendable {
     /// Where new chunks come from when the loop has spare ones (its writers give them back once written).
     let chunkPool: ChunkPool?
 
-    init(maxQueuedBytes: Int, maxStall: Duration, eventLoop: (any EventLoop)? = nil, chunkPool: ChunkPool? = nil) {
+    package init(maxQueuedBytes: Int, maxStall: Duration, eventLoop: (any EventLoop)? = nil, chunkPool: ChunkPool? = nil) {
         self.chunkPool = chunkPool
         self.maxQueuedBytes = maxQueuedBytes
         self.maxStall = TimeAmount(maxStall)
@@ -126,7 +126,7 @@ final class ConnectionOutbox: Sendable {
 
     /// What the writer calls to be told there is something to take, and when to write it. Called without
     /// locks held, once per transition from "taken" to "something queued" (or closed).
-    func setWakeup(_ wake: @escaping @Sendable (Wakeup) -> Void) {
+    package func setWakeup(_ wake: @escaping @Sendable (Wakeup) -> Void) {
         wakeup.withLock { $0 = WakeupCallback(run: wake) }
         // What was queued before the writer existed (an answer, a refusal) is waiting: wake it at once.
         let pending = state.withLock { state -> Bool in
@@ -144,7 +144,7 @@ final class ConnectionOutbox: Sendable {
     }
 
     /// Queues a complete frame (a response): never coalesced.
-    func enqueue(_ frame: ByteBuffer) {
+    package func enqueue(_ frame: ByteBuffer) {
         inOrder { self.push(prefix: nil, body: frame, token: nil) }
     }
 
@@ -157,13 +157,13 @@ final class ConnectionOutbox: Sendable {
 
     /// Queues a notification for `token`, replacing an unsent one for the same token. When `fullState` is
     /// given, the body is a change relative to the previous one, and a replacement queues `fullState()`.
-    func offer(token: Int64, prefix: ByteBuffer, body: ByteBuffer, fullState: FullState? = nil) {
+    package func offer(token: Int64, prefix: ByteBuffer, body: ByteBuffer, fullState: FullState? = nil) {
         inOrder { self.push(prefix: prefix, body: body, token: token, fullState: fullState) }
     }
 
     /// ``offer(token:prefix:body:fullState:)`` from the connection's event loop itself (the fan-out, whose
     /// tasks run there in order): queued at once.
-    func offerOnLoop(token: Int64, prefix: ByteBuffer, body: ByteBuffer) {
+    package func offerOnLoop(token: Int64, prefix: ByteBuffer, body: ByteBuffer) {
         eventLoop?.preconditionInEventLoop()
         push(prefix: prefix, body: body, token: token)
     }
@@ -172,7 +172,7 @@ final class ConnectionOutbox: Sendable {
     /// that had several changes waiting offers each token (one lock, one wake-up, which asks the writer to
     /// write at once: ``Wakeup/writeNow``). All of `bodies`, or only those at the positions `admitted` when
     /// it is given.
-    func offerOnLoop(token: Int64, prefix: ByteBuffer, bodies: SharedBodies, admitted: [Int]? = nil) {
+    package func offerOnLoop(token: Int64, prefix: ByteBuffer, bodies: SharedBodies, admitted: [Int]? = nil) {
         eventLoop?.preconditionInEventLoop()
         var cutOffNow = false
         let wake = state.withLock { state -> Bool in
@@ -241,12 +241,12 @@ final class ConnectionOutbox: Sendable {
 
     /// Queues a notification for `token` that is never coalesced (a stream message: each one is news, none
     /// replaces another). A client too slow for them is cut off like any other.
-    func append(token: Int64, prefix: ByteBuffer, body: ByteBuffer) {
+    package func append(token: Int64, prefix: ByteBuffer, body: ByteBuffer) {
         inOrder { self.push(prefix: prefix, body: body, token: nil) }
     }
 
     /// Stops accepting; queued items (and `final`, if given) are still written, then the writer ends.
-    func close(final: ByteBuffer? = nil) {
+    package func close(final: ByteBuffer? = nil) {
         inOrder { self.closeNow(final: final) }
     }
 
@@ -262,7 +262,7 @@ final class ConnectionOutbox: Sendable {
 
     /// Everything queued, in order, as a few chunks of bytes, and whether the writer is done once it has
     /// written them (the outbox is closed and nothing is left).
-    func take() -> (chunks: [ByteBuffer], finished: Bool) {
+    package func take() -> (chunks: [ByteBuffer], finished: Bool) {
         state.withLock { state in
             state.wakeupPending = false
             var chunks: [ByteBuffer] = []
@@ -277,22 +277,22 @@ final class ConnectionOutbox: Sendable {
     }
 
     /// The writer cannot write (the client's socket is full): from now on the stall clock runs.
-    func writerBlocked() {
+    package func writerBlocked() {
         state.withLock { state in
             if state.blockedSince == nil { state.blockedSince = .now() }
         }
     }
 
     /// The writer can write again.
-    func writerUnblocked() {
+    package func writerUnblocked() {
         state.withLock { $0.blockedSince = nil }
     }
 
     /// Whether this client was cut off for being too slow.
-    var wasCutOff: Bool { state.withLock { $0.cutOff } }
+    package var wasCutOff: Bool { state.withLock { $0.cutOff } }
     /// How many notifications were replaced by newer ones before being written.
-    var coalescedCount: Int { state.withLock { $0.coalesced } }
-    var queuedBytes: Int { state.withLock { $0.queuedBytes } }
+    package var coalescedCount: Int { state.withLock { $0.coalesced } }
+    package var queuedBytes: Int { state.withLock { $0.queuedBytes } }
 
     private func push(prefix: ByteBuffer?, body: ByteBuffer, token: Int64?, fullState: FullState? = nil) {
         var cutOffNow = false
@@ -393,11 +393,11 @@ final class ConnectionOutbox: Sendable {
     }
 
     /// The first chunk's size: what a client that keeps up usually has waiting (a few notifications).
-    static let firstChunkBytes = 4 << 10
+    package static let firstChunkBytes = 4 << 10
     /// The next chunks' size: below the allocator's threshold for mapping fresh (zeroed) pages, and never
     /// grown by reallocation (a single growing buffer spent a third of the daemon's time at 1,000
     /// subscribers copying itself into freshly zeroed pages).
-    static let chunkBytes = 64 << 10
+    package static let chunkBytes = 64 << 10
 
     /// Appends `buffer`'s bytes to the last chunk, or to a new one when they do not fit (reading them in
     /// place: `writeImmutableBuffer` copies the buffer first, and so counts a reference to its storage).

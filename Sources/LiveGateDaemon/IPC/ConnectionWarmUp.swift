@@ -12,10 +12,10 @@ import NIOEmbedded
 /// `ConnectionWarmUp`). With `event-loops` above one (machines of three cores or more), the daemon sets up its
 /// first connections on several loops at once too. An instantiated type is only looked up afterwards, so once
 /// this has run, the loops no longer instantiate what a connection's pipeline and its async channel need.
-enum ConnectionWarmUp {
+package enum ConnectionWarmUp {
     /// Sets the pipeline up, feeds it one line, closes it, and returns the frame the connection's async channel
     /// gave.
-    static func run(maxFrameBytes: Int) async throws -> InboundFrame? {
+    package static func run(maxFrameBytes: Int) async throws -> InboundFrame? {
         let channel = EmbeddedChannel()
         defer { _ = try? channel.finish(acceptAlreadyClosed: true) }
         try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(JSONLineFrameDecoder(maxFrameBytes: maxFrameBytes)))

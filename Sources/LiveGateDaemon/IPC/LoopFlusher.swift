@@ -14,15 +14,15 @@ import Synchronization
 /// round: from a connection's second such write until the loop's next flush, the writer joins that flush
 /// instead. A fan-out task per topic, many topics, one connection (a client observing thousands of objects, a
 /// burst of their changes) would otherwise cost a system call per notification on each side of the socket.
-final class LoopFlusher: Sendable {
+package final class LoopFlusher: Sendable {
     /// A writer's drain, kept in a struct (see ``ConnectionOutbox``: a bare closure stored in a box is
     /// re-wrapped on every access).
-    struct Drain: Sendable {
+    package struct Drain: Sendable {
         let run: @Sendable () -> Void
         /// The round in which the writer last wrote at once (``writeNow(_:)``).
         fileprivate let immediateRound = RoundMark()
 
-        init(run: @escaping @Sendable () -> Void) {
+        package init(run: @escaping @Sendable () -> Void) {
             self.run = run
         }
     }
@@ -42,17 +42,17 @@ final class LoopFlusher: Sendable {
 
     let eventLoop: any EventLoop
     /// The chunks the loop's writers give back once written, for the loop's outboxes.
-    let chunks: ChunkPool
+    package let chunks: ChunkPool
     private let state: NIOLoopBoundBox<State>
 
-    init(eventLoop: any EventLoop) {
+    package init(eventLoop: any EventLoop) {
         self.eventLoop = eventLoop
         chunks = ChunkPool(eventLoop: eventLoop)
         state = .makeBoxSendingValue(State(), eventLoop: eventLoop)
     }
 
     /// Runs `drain` in the loop's next flush (from any thread; the writer calls it once per wake-up).
-    func schedule(_ drain: Drain) {
+    package func schedule(_ drain: Drain) {
         guard eventLoop.inEventLoop else {
             eventLoop.execute { self.schedule(drain) }
             return
@@ -66,7 +66,7 @@ final class LoopFlusher: Sendable {
 
     /// Runs `drain` now if its writer has not yet written at once in this round, else in the loop's next flush
     /// (with whatever else the fan-out offers the connection until then). On the loop.
-    func writeNow(_ drain: Drain) {
+    package func writeNow(_ drain: Drain) {
         eventLoop.preconditionInEventLoop()
         let (now, queue) = state.withValue { state -> (Bool, Bool) in
             let round = state.round

@@ -16,8 +16,8 @@ import Synchronization
 ///
 /// Sits in the pipeline after the frame decoder (it passes frames on untouched) so that it sees writability
 /// changes. Its state is guarded by a lock because ``start(_:channel:)`` comes from the connection's task.
-final class OutboxWriter: ChannelInboundHandler, Sendable {
-    typealias InboundIn = InboundFrame
+package final class OutboxWriter: ChannelInboundHandler, Sendable {
+    package typealias InboundIn = InboundFrame
 
     private struct State {
         var outbox: ConnectionOutbox?
@@ -33,21 +33,21 @@ final class OutboxWriter: ChannelInboundHandler, Sendable {
     /// subscribers).
     private let context = Mutex<NIOLoopBound<ChannelHandlerContext>?>(nil)
 
-    init(flusher: LoopFlusher) {
+    package init(flusher: LoopFlusher) {
         self.flusher = flusher
     }
 
-    func handlerAdded(context: ChannelHandlerContext) {
+    package func handlerAdded(context: ChannelHandlerContext) {
         self.context.withLock { $0 = NIOLoopBound(context, eventLoop: context.eventLoop) }
     }
 
-    func handlerRemoved(context: ChannelHandlerContext) {
+    package func handlerRemoved(context: ChannelHandlerContext) {
         self.context.withLock { $0 = nil }
     }
 
     /// Starts writing `outbox` to `channel`. The future completes once the outbox was closed and everything
     /// in it written (the channel is then closed), or the channel closed first.
-    func start(_ outbox: ConnectionOutbox, channel: any Channel) -> EventLoopFuture<Void> {
+    package func start(_ outbox: ConnectionOutbox, channel: any Channel) -> EventLoopFuture<Void> {
         let done = channel.eventLoop.makePromise(of: Void.self)
         state.withLock { $0 = State(outbox: outbox, done: done) }
         channel.closeFuture.whenComplete { _ in self.finish() }
@@ -100,11 +100,11 @@ final class OutboxWriter: ChannelInboundHandler, Sendable {
         done?.succeed()
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         context.fireChannelRead(data)
     }
 
-    func channelWritabilityChanged(context: ChannelHandlerContext) {
+    package func channelWritabilityChanged(context: ChannelHandlerContext) {
         if context.channel.isWritable {
             // Not here and now: this event fires from inside a flush, and draining (which flushes) from it
             // would recurse for as long as the client keeps reading.

@@ -20,7 +20,7 @@ private let soPeerGroups: Int32 = 59
 
 /// Who is at the other end of a Unix socket connection (`SO_PEERCRED`, `SO_PEERGROUPS`): as the kernel saw it
 /// at connect time.
-struct PeerCredentials: Sendable, Equatable {
+package struct PeerCredentials: Sendable, Equatable {
     let pid: Int32
     let uid: UInt32
     let gid: UInt32
@@ -56,7 +56,7 @@ struct PeerCredentials: Sendable, Equatable {
     /// search, and `SO_PEERGROUPS` copies them in that order): so the groups are the values up to the first
     /// zero after the first place, and a zero in the first place is group 0 when a group follows it. The one
     /// case this cannot tell, a peer whose only supplementary group is 0 (root), reads as no groups.
-    static func groups(in buffer: InlineArray<256, UInt32>) -> [UInt32] {
+    package static func groups(in buffer: InlineArray<256, UInt32>) -> [UInt32] {
         var groups: [UInt32] = []
         for index in buffer.indices {
             let gid = buffer[index]

@@ -12,7 +12,7 @@ import Synchronization
 /// tokenExpired → establishing → established) is no loss: it is logged at debug level. The session is lost
 /// (a warning) when a renewal or login fails, or the cloud refuses the credentials; established again
 /// after that, it is announced again.
-final class CloudEventLog: Sendable {
+package final class CloudEventLog: Sendable {
     private let logger: Logger
     private let last = Mutex((session: SessionState.notLoggedIn, connection: ConnectionStatus.offline, sessionUp: false))
 
@@ -25,7 +25,7 @@ final class CloudEventLog: Sendable {
     }
 
     /// What one session state change means for the log.
-    enum SessionEvent: Equatable {
+    package enum SessionEvent: Equatable {
         case established
         case renewing
         case renewed
@@ -35,7 +35,7 @@ final class CloudEventLog: Sendable {
 
     /// Pure: the event for a change from `previous` to `state`, given whether the session counts as up;
     /// returns the event and whether it counts as up afterwards.
-    static func sessionEvent(from previous: SessionState, to state: SessionState, up: Bool) -> (SessionEvent, up: Bool) {
+    package static func sessionEvent(from previous: SessionState, to state: SessionState, up: Bool) -> (SessionEvent, up: Bool) {
         switch state {
         case .established:
             return (up ? .renewed : .established, true)

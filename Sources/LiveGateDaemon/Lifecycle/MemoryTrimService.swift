@@ -20,14 +20,16 @@ private func mallocTrim(_ pad: Int) -> CInt
 /// that allocated, up to 8 per core): the RSS stayed at its peak (618 MiB after six bursts, idle 38 MiB).
 /// `malloc_trim(0)` hands the free pages of every arena back; it walks them, so it runs once per quiet
 /// spell, never while the daemon works.
-struct IdleTrimPolicy: Sendable, Equatable {
+package struct IdleTrimPolicy: Sendable, Equatable {
     var idleShare = 0.02
     var idleFor: Duration = .seconds(2)
     private(set) var busySinceTrim = false
     private(set) var idleSince: ContinuousClock.Instant?
 
+    package init() {}
+
     /// The CPU share of the last interval, sampled at `now`; whether to trim now.
-    mutating func sample(cpuShare: Double, at now: ContinuousClock.Instant) -> Bool {
+    package mutating func sample(cpuShare: Double, at now: ContinuousClock.Instant) -> Bool {
         guard cpuShare < idleShare else {
             busySinceTrim = true
             idleSince = nil

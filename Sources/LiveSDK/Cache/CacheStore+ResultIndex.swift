@@ -75,7 +75,7 @@ extension CacheStore {
 
     /// Appends a page fetched after the index's last item, and records whether it ends the result. Ids the
     /// index holds already (a change applied while the page was fetched) are not added twice.
-    func appendResultPage(_ query: String, _ entities: [Entity], complete: Bool, count: Int) async throws(LiveError) {
+    package func appendResultPage(_ query: String, _ entities: [Entity], complete: Bool, count: Int) async throws(LiveError) {
         try await writeIndex("filling") { db in
             var state = try Self.state(db, query)
             for entity in entities {

@@ -22,7 +22,7 @@ public struct CacheRecovery: Sendable, Equatable {
 ///
 /// Entities are stored as the cloud last confirmed them; a stored entity is only ever replaced by a
 /// higher version, so the cache never goes back in time whatever order answers and events arrive in.
-final class CacheStore: Sendable {
+package final class CacheStore: Sendable {
     let path: String
     let pool: DatabasePool
     let monitor: StorageMonitor
@@ -80,7 +80,7 @@ final class CacheStore: Sendable {
     /// cloud holds everything the cache did, and the outbox is a file of its own.
     /// - Returns: the store, and what was moved aside, if anything.
     /// - Throws: ``LiveError`` with a storage code (a full or read-only file system, an I/O error).
-    static func open(path: String, monitor: StorageMonitor, now: Date = Date()) throws(LiveError) -> (CacheStore, CacheRecovery?) {
+    package static func open(path: String, monitor: StorageMonitor, now: Date = Date()) throws(LiveError) -> (CacheStore, CacheRecovery?) {
         do {
             return (try CacheStore(path: path, monitor: monitor), nil)
         } catch  where StorageFault.classify(error) == .damaged {
@@ -176,7 +176,7 @@ final class CacheStore: Sendable {
     }
 
     /// A query window's result as last fetched: the ordered ids (entities are in the entity table).
-    struct QueryResult: Sendable, Codable {
+    package struct QueryResult: Sendable, Codable {
         var ids: [String]
         var hasNext: Bool
         var hasPrevious: Bool
@@ -184,6 +184,14 @@ final class CacheStore: Sendable {
         /// The collection topic's sequence number the result is as of (every event up to it is in it), when
         /// known: a later run resumes the topic from there and replays the rest instead of fetching.
         var seq: Int64? = nil
+
+        package init(ids: [String], hasNext: Bool, hasPrevious: Bool, count: Int, seq: Int64? = nil) {
+            self.ids = ids
+            self.hasNext = hasNext
+            self.hasPrevious = hasPrevious
+            self.count = count
+            self.seq = seq
+        }
     }
 
     /// The cached result of a window, with its entities in order (ids whose entity is no longer cached, or is
@@ -212,7 +220,7 @@ final class CacheStore: Sendable {
 
     /// Stores a window's result and its entities (each only if newer than what the cache holds), in one
     /// transaction.
-    func storeQueryResult(_ window: String, _ result: QueryResult, entities: [Entity]) async throws(LiveError) {
+    package func storeQueryResult(_ window: String, _ result: QueryResult, entities: [Entity]) async throws(LiveError) {
         do {
             let ids = String(decoding: try JSONEncoder().encode(result.ids), as: UTF8.self)
             try await pool.write { db in
@@ -261,7 +269,7 @@ final class CacheStore: Sendable {
     }
 
     /// The cached entity, if any; records the access for eviction.
-    func entity(_ key: EntityKey) async throws(LiveError) -> Entity? {
+    package func entity(_ key: EntityKey) async throws(LiveError) -> Entity? {
         do {
             return try await pool.write { db -> Entity? in
                 guard let entity = try Self.entity(db, key) else { return nil }
@@ -280,7 +288,7 @@ final class CacheStore: Sendable {
     /// transaction (a reader's, not the writer's: it waits for no write, and one snapshot holds the copies and
     /// the checkpoints): what a burst of new observations starts from. Their access time is recorded when the
     /// engine activates them (``touch(_:)``), after the burst's cached answers.
-    func starts(of keys: [EntityKey]) async throws(LiveError) -> (entities: [EntityKey: Entity], checkpoints: [Int64?]) {
+    package func starts(of keys: [EntityKey]) async throws(LiveError) -> (entities: [EntityKey: Entity], checkpoints: [Int64?]) {
         do {
             return try await pool.read { db in
                 var entities: [EntityKey: Entity] = [:]
@@ -325,7 +333,7 @@ final class CacheStore: Sendable {
 
     /// Records that `keys` were used now (those the cache holds), as ``entity(_:)`` does for one: eviction takes
     /// the least recently used first.
-    func touch(_ keys: [EntityKey]) async throws(LiveError) {
+    package func touch(_ keys: [EntityKey]) async throws(LiveError) {
         guard !keys.isEmpty else { return }
         do {
             try await pool.write { db in
@@ -341,7 +349,7 @@ final class CacheStore: Sendable {
     }
 
     /// The most ids an `IN` list of ``starts(of:)`` and ``touch(_:)`` holds.
-    static let idListLimit = 512
+    package static let idListLimit = 512
 
     /// `keys` as the `IN` lists of ``starts(of:)`` and ``touch(_:)``: by collection, at most ``idListLimit`` ids
     /// each (SQLite takes at most 32,766 parameters a statement), padded (``paddedIDList(_:)``), with their
@@ -361,7 +369,7 @@ final class CacheStore: Sendable {
     /// of ``starts(of:)`` and ``touch(_:)`` are cached by their text, and one per length of list would keep up to
     /// 1,000 prepared statements of up to 500 parameters on a connection (13 MB after a burst of 100,000
     /// observations, which made lists of every length). Seven lengths; a repeated id matches its row once.
-    static func paddedIDList(_ ids: [String]) -> [String] {
+    package static func paddedIDList(_ ids: [String]) -> [String] {
         guard let last = ids.last else { return ids }
         var length = 8
         while length < ids.count { length *= 2 }
@@ -379,7 +387,7 @@ final class CacheStore: Sendable {
     /// With `checkpoint`, also records in the same transaction that the cache holds every event of that
     /// topic up to that sequence number (where a restarted engine resumes from).
     @discardableResult
-    func store(_ entity: Entity, checkpoint: (topic: Topic, seq: Int64)? = nil) async throws(LiveError) -> Bool {
+    package func store(_ entity: Entity, checkpoint: (topic: Topic, seq: Int64)? = nil) async throws(LiveError) -> Bool {
         do {
             let stored = try await pool.write { db in try self.store(entity, checkpoint: checkpoint, in: db) }
             monitor.success(path)
@@ -391,14 +399,19 @@ final class CacheStore: Sendable {
 
     /// What a fetch brings to store: the entity (none when the cloud never had it) and the checkpoint of its
     /// object topic as of the fetch.
-    struct Fetched: Sendable {
+    package struct Fetched: Sendable {
         var entity: Entity?
         var checkpoint: (topic: Topic, seq: Int64)?
+
+        package init(entity: Entity? = nil, checkpoint: (topic: Topic, seq: Int64)? = nil) {
+            self.entity = entity
+            self.checkpoint = checkpoint
+        }
     }
 
     /// Stores many fetches' outcomes in one transaction (as ``store(_:checkpoint:)`` does each, and
     /// ``saveCheckpoint(_:_:in:)`` for a fetch that found nothing): one commit for a batch of fetches.
-    func store(_ fetched: [Fetched]) async throws(LiveError) {
+    package func store(_ fetched: [Fetched]) async throws(LiveError) {
         guard !fetched.isEmpty else { return }
         do {
             try await pool.write { db in
@@ -422,7 +435,7 @@ final class CacheStore: Sendable {
     /// Returns whether `entity` is the newest copy the cache knows (stored now, or the same version held
     /// already); `false` when the cache holds a newer one.
     @discardableResult
-    func storeNow(_ entity: Entity, checkpoint: (topic: Topic, seq: Int64)? = nil) throws(LiveError) -> Bool {
+    package func storeNow(_ entity: Entity, checkpoint: (topic: Topic, seq: Int64)? = nil) throws(LiveError) -> Bool {
         do {
             let current = try pool.write { db in try self.storeNewest(entity, checkpoint: checkpoint, in: db) }
             monitor.success(path)
@@ -440,7 +453,7 @@ final class CacheStore: Sendable {
     /// the writes one by one would give them (``BatchStoreOutcome``). Nothing reads between the writes of one
     /// transaction, so what it commits is the same. Checkpoints never move back, so each topic's highest is the
     /// one saved (an object's own topic's in the row written, if one is).
-    func storeNow(_ entities: [(entity: Entity, checkpoint: (topic: Topic, seq: Int64)?)]) throws(LiveError) -> [Bool] {
+    package func storeNow(_ entities: [(entity: Entity, checkpoint: (topic: Topic, seq: Int64)?)]) throws(LiveError) -> [Bool] {
         guard !entities.isEmpty else { return [] }
         do {
             let current = try pool.write { db in
@@ -505,7 +518,7 @@ final class CacheStore: Sendable {
     }
 
     /// The sequence number up to which the cache holds every event of `topic`, if it was recorded.
-    func checkpoint(_ topic: Topic) async throws(LiveError) -> Int64? {
+    package func checkpoint(_ topic: Topic) async throws(LiveError) -> Int64? {
         do {
             return try await pool.read { db in
                 let table = try Int64.fetchOne(db, sql: "SELECT seq FROM checkpoint WHERE topic = ?", arguments: [topic.description])
@@ -607,7 +620,7 @@ final class CacheStore: Sendable {
     /// exist as of it, which an evicted one did (one kept in the `checkpoint` table by a version before
     /// `v9-entity-topic-seq` outlived its row, and a later start resumed from it, found no event since and told
     /// the object did not exist). Returns how many it deleted, and how many the cache holds after.
-    func evict(keepingAtMost limit: Int, protecting protected: Set<EntityKey>) async throws(LiveError) -> (evicted: Int, remaining: Int) {
+    package func evict(keepingAtMost limit: Int, protecting protected: Set<EntityKey>) async throws(LiveError) -> (evicted: Int, remaining: Int) {
         do {
             return try await pool.write { db -> (evicted: Int, remaining: Int) in
                 let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM entity") ?? 0
@@ -669,7 +682,7 @@ final class CacheStore: Sendable {
     /// Closes the database: first every committed page is written into the database file and the WAL is
     /// truncated to nothing (a clean stop leaves one self-contained file, not the cache's whole recent history
     /// in the WAL), then the connections close. The store must not be used afterwards.
-    func close() throws {
+    package func close() throws {
         try? checkpointer.close()
         do {
             try pool.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }

@@ -14,9 +14,9 @@
 ///
 /// So the cache holds at most its bound, except for observed objects (never evicted) and, while everything
 /// over the bound is observed, objects stored in the last ``futileBackoff``.
-struct EvictionPacing: Sendable {
+package struct EvictionPacing: Sendable {
     /// What asks for a pass.
-    enum Ask: Sendable, Equatable {
+    package enum Ask: Sendable, Equatable {
         /// `count` objects stored (from realtime events, or else from fetches and writes).
         case stored(count: Int, fromRealtime: Bool)
         /// An observation of an object or a window ended: what it kept may go.
@@ -24,7 +24,7 @@ struct EvictionPacing: Sendable {
     }
 
     /// What the engine does.
-    enum Action: Sendable, Equatable {
+    package enum Action: Sendable, Equatable {
         case none
         /// Queue a pass now.
         case run
@@ -33,7 +33,7 @@ struct EvictionPacing: Sendable {
     }
 
     /// How long stores' asks wait after a pass that could evict nothing more.
-    static let futileBackoff: Duration = .seconds(1)
+    package static let futileBackoff: Duration = .seconds(1)
 
     let limit: Int
     private(set) var storesSincePass = 0
@@ -46,11 +46,11 @@ struct EvictionPacing: Sendable {
     /// A store asked during the backoff, and a wakeup at its end is set.
     private var wakeupSet = false
 
-    init(limit: Int) {
+    package init(limit: Int) {
         self.limit = limit
     }
 
-    mutating func ask(_ ask: Ask, now: ContinuousClock.Instant) -> Action {
+    package mutating func ask(_ ask: Ask, now: ContinuousClock.Instant) -> Action {
         switch ask {
         case .stored(let count, let fromRealtime):
             storesSincePass += count
@@ -69,7 +69,7 @@ struct EvictionPacing: Sendable {
     }
 
     /// The wakeup a ``Action/wakeAt(_:)`` asked for.
-    mutating func backoffEnded(now: ContinuousClock.Instant) -> Action {
+    package mutating func backoffEnded(now: ContinuousClock.Instant) -> Action {
         if let until = backoffUntil, now < until {
             // A pass since set a later backoff: wait for its end instead.
             return .wakeAt(until)
@@ -80,7 +80,7 @@ struct EvictionPacing: Sendable {
     }
 
     /// A pass ended; `overBound`: the cache still holds more than `limit` (all of it observed).
-    mutating func passEnded(overBound: Bool, now: ContinuousClock.Instant) -> Action {
+    package mutating func passEnded(overBound: Bool, now: ContinuousClock.Instant) -> Action {
         passUnderWay = false
         let (stored, released) = (storedMeanwhile, releasedMeanwhile)
         (storedMeanwhile, releasedMeanwhile) = (false, false)

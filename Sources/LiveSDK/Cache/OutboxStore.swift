@@ -10,9 +10,9 @@ import LiveJSON
 #endif
 
 /// One write of this host waiting for the cloud, in the order it was made.
-struct OutboxEntry: Sendable, Equatable {
-    let id: Int64
-    let key: EntityKey
+package struct OutboxEntry: Sendable, Equatable {
+    package let id: Int64
+    package let key: EntityKey
     let write: LiveWrite
     let ifVersion: Int64?
     /// A random id the cloud knows the write by (`Idempotency-Key`), kept across restarts; `nil` for writes
@@ -32,12 +32,12 @@ struct OutboxEntry: Sendable, Equatable {
 /// The file is made whole (schema included) under a temporary name and renamed into place, so an
 /// `outbox.sqlite` that is empty or not a database is damage, never a new outbox: opening it fails with
 /// ``LiveError/Code/storageDamaged`` and a message that says what to do, and nothing in it is dropped.
-final class OutboxStore: Sendable {
+package final class OutboxStore: Sendable {
     let path: String
     private let queue: DatabaseQueue
     private let monitor: StorageMonitor
 
-    init(path: String, monitor: StorageMonitor) throws(LiveError) {
+    package init(path: String, monitor: StorageMonitor) throws(LiveError) {
         self.path = path
         self.monitor = monitor
         let fileManager = FileManager.default
@@ -117,7 +117,9 @@ final class OutboxStore: Sendable {
     }
 
     /// Queues a write, synced to disk; returns its id (increasing: the order writes are sent in).
-    func enqueue(_ key: EntityKey, _ write: LiveWrite, ifVersion: Int64?, writeID: String = UUID().uuidString) async throws(LiveError) -> Int64 {
+    package func enqueue(_ key: EntityKey, _ write: LiveWrite, ifVersion: Int64?, writeID: String = UUID().uuidString) async throws(LiveError)
+        -> Int64
+    {
         do {
             let text = try Self.encode(write)
             let id = try await access { db in
@@ -138,7 +140,7 @@ final class OutboxStore: Sendable {
 
     /// Adds writes of an older outbox (the cache's, before the outbox had a file of its own) after the ones
     /// queued here, in their order; one whose write id is here already is skipped. Returns how many it added.
-    func adopt(_ entries: [OutboxEntry]) throws(LiveError) -> Int {
+    package func adopt(_ entries: [OutboxEntry]) throws(LiveError) -> Int {
         do {
             let added = try queue.writeWithoutTransaction { db -> Int in
                 try Self.checkOpen(db)
@@ -169,7 +171,7 @@ final class OutboxStore: Sendable {
     }
 
     /// The oldest queued write whose id is over `after`, if any.
-    func next(after: Int64) async throws(LiveError) -> OutboxEntry? {
+    package func next(after: Int64) async throws(LiveError) -> OutboxEntry? {
         do {
             return try await access { db in
                 try Row.fetchOne(db, sql: "SELECT * FROM outbox WHERE id > ? ORDER BY id LIMIT 1", arguments: [after]).map(Self.entry(from:))
@@ -180,7 +182,7 @@ final class OutboxStore: Sendable {
     }
 
     /// Every queued write, oldest first; or only those of `key`.
-    func entries(of key: EntityKey? = nil) async throws(LiveError) -> [OutboxEntry] {
+    package func entries(of key: EntityKey? = nil) async throws(LiveError) -> [OutboxEntry] {
         do {
             return try await access { db in try Self.entries(db, of: key) }
         } catch {
@@ -203,7 +205,7 @@ final class OutboxStore: Sendable {
     }
 
     /// The write is done (the cloud confirmed or rejected it): it leaves the outbox.
-    func remove(_ id: Int64) async throws(LiveError) {
+    package func remove(_ id: Int64) async throws(LiveError) {
         do {
             try await access { db in try db.execute(sql: "DELETE FROM outbox WHERE id = ?", arguments: [id]) }
             monitor.success(path)
@@ -241,14 +243,14 @@ final class OutboxStore: Sendable {
 
     /// The open connection's journal mode and `synchronous` level, read back (tests: what the outbox promises
     /// above is what SQLite was told).
-    func durability() throws -> (journalMode: String?, synchronous: Int?) {
+    package func durability() throws -> (journalMode: String?, synchronous: Int?) {
         try queue.inDatabase { db in
             (try String.fetchOne(db, sql: "PRAGMA journal_mode"), try Int.fetchOne(db, sql: "PRAGMA synchronous"))
         }
     }
 
     /// Closes the file. Any use afterwards fails (``LiveError/Code/cacheFailure``: the outbox is closed).
-    func close() throws(LiveError) {
+    package func close() throws(LiveError) {
         do {
             try queue.close()
         } catch {

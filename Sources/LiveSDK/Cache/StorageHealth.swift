@@ -40,8 +40,10 @@ public struct StorageHealth: Sendable, Equatable {
 }
 
 /// The state directory's ``StorageHealth``, shared by the cache and the outbox, and who hears of its events.
-final class StorageMonitor: Sendable {
+package final class StorageMonitor: Sendable {
     private let state = Mutex((health: StorageHealth(), observers: [Int: @Sendable (StorageHealth.Event) -> Void](), next: 0))
+
+    package init() {}
 
     /// The error for `error`, thrown while `doing` something with `path`; a storage fault is recorded.
     func failure(_ error: any Error, doing: String, path: String) -> LiveError {

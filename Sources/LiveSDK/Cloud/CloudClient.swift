@@ -10,7 +10,7 @@ import NIOPosix
 
 /// The cloud's REST API, as the engine uses it. Every failure becomes a ``LiveError``; no credential or
 /// token ever appears in an error message.
-struct CloudClient: Sendable {
+package struct CloudClient: Sendable {
     /// `http://host:port`, without a trailing slash.
     let baseURL: String
     let httpClient: HTTPClient
@@ -208,7 +208,7 @@ struct CloudClient: Sendable {
 
     /// Why a call did not reach the cloud, as a person reads it: the system's words for a socket error
     /// ("Connection refused"), not NIO's description of where it was raised.
-    static func reason(_ error: any Error) -> String {
+    package static func reason(_ error: any Error) -> String {
         if let error = error as? IOError { return String(cString: strerror(error.errnoCode)) }
         if let error = error as? NIOConnectionError {
             if let first = error.connectionErrors.first { return reason(first.error) }

@@ -11,7 +11,7 @@
 /// copy within ``pause`` before it) is activated as soon as no start is being read, so it waits for nothing.
 /// However long a burst lasts, none waits longer than about ``longest``, and ``limit`` waiting are activated at
 /// once. One whose observer waits for fresh data is taken out (``take(_:)``) and activated by the engine at once.
-struct ActivationDeferral<Item: Hashable> {
+package struct ActivationDeferral<Item: Hashable> {
     /// A burst has paused when none was told a cached copy for this long
     /// (``LiveSDKConfiguration/activationPause``).
     let pause: Duration
@@ -19,15 +19,15 @@ struct ActivationDeferral<Item: Hashable> {
     /// (``LiveSDKConfiguration/activationLongestWait``).
     let longest: Duration
     /// How many wait at most.
-    static var limit: Int { 10_000 }
+    package static var limit: Int { 10_000 }
 
-    init(pause: Duration = .milliseconds(10), longest: Duration = .milliseconds(250)) {
+    package init(pause: Duration = .milliseconds(10), longest: Duration = .milliseconds(250)) {
         self.pause = pause
         self.longest = longest
     }
 
     /// What the engine does next.
-    enum Step {
+    package enum Step {
         /// Activate these, in the order they were told.
         case activate([Item])
         /// Call ``pauseElapsed(at:startsReading:)`` after ``pause``, and again after each ``pause`` it answers this.
@@ -43,17 +43,17 @@ struct ActivationDeferral<Item: Hashable> {
     private var lastToldAt: ContinuousClock.Instant?
     private var oldestAt: ContinuousClock.Instant?
     /// The engine awaits a pause (it answered ``Step/awaitPause`` and the pause has not ended).
-    private(set) var pauseAwaited = false
+    package private(set) var pauseAwaited = false
 
     /// The items waiting, in the order they were told.
-    var waiting: [Item] { told.filter { held.contains($0) } }
+    package var waiting: [Item] { told.filter { held.contains($0) } }
     /// How many wait.
-    var waitingCount: Int { held.count }
+    package var waitingCount: Int { held.count }
     /// Whether `item` waits.
-    func holds(_ item: Item) -> Bool { held.contains(item) }
+    package func holds(_ item: Item) -> Bool { held.contains(item) }
 
     /// `items` were told their cached copy at `now`; `startsReading`: more starts are being read.
-    mutating func told(_ items: [Item], at now: ContinuousClock.Instant, startsReading: Bool) -> Step {
+    package mutating func told(_ items: [Item], at now: ContinuousClock.Instant, startsReading: Bool) -> Step {
         guard !items.isEmpty else { return .wait }
         let inBurst = isInBurst(at: now)
         lastToldAt = now
@@ -65,12 +65,12 @@ struct ActivationDeferral<Item: Hashable> {
     }
 
     /// No more starts are being read, at `now`.
-    mutating func startsRead(at now: ContinuousClock.Instant) -> Step {
+    package mutating func startsRead(at now: ContinuousClock.Instant) -> Step {
         settle(inBurst: isInBurst(at: now))
     }
 
     /// A ``pause`` has passed since the engine was told to await one (or since the last call).
-    mutating func pauseElapsed(at now: ContinuousClock.Instant, startsReading: Bool) -> Step {
+    package mutating func pauseElapsed(at now: ContinuousClock.Instant, startsReading: Bool) -> Step {
         let overdue = oldestAt.map { now - $0 >= longest } ?? false
         if !overdue, startsReading || isInBurst(at: now) { return .awaitPause }
         pauseAwaited = false
@@ -83,7 +83,7 @@ struct ActivationDeferral<Item: Hashable> {
 
     /// Takes `item` out of the deferral (the engine activates it now); returns whether it was waiting. The pause
     /// awaited, if any, goes on for the others.
-    mutating func take(_ item: Item) -> Bool {
+    package mutating func take(_ item: Item) -> Bool {
         guard held.remove(item) != nil else { return false }
         if held.isEmpty {
             told = []

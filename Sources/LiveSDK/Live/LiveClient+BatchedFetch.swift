@@ -20,7 +20,7 @@ extension LiveClient {
     /// read), and why the cache could not store it, if it could not.
     typealias FetchOutcome = (result: Result<Entity?, LiveError>, readAt: Int64?, storeFailure: LiveError?)
 
-    struct FetchWaiter {
+    package struct FetchWaiter {
         let key: EntityKey
         let checkpoint: (topic: Topic, seq: Int64)?
         let continuation: CheckedContinuation<FetchOutcome, Never>

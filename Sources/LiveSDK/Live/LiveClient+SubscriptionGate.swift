@@ -12,12 +12,12 @@ import LiveCloudAPI
 /// resuming from the cache's checkpoints are not gated: a burst of them waits in a task per
 /// ``RealtimeClientBatch/maximumRequests``, see ``LiveClient/activate(_:)``.)
 extension LiveClient {
-    static let subscriptionsInFlight = 2 * RealtimeClientBatch.maximumRequests
+    package static let subscriptionsInFlight = 2 * RealtimeClientBatch.maximumRequests
 
-    struct SubscriptionGate {
+    package struct SubscriptionGate {
         var running = 0
         /// The most that ever ran at once.
-        var mostRunning = 0
+        package var mostRunning = 0
         var waiters: [CheckedContinuation<Void, Never>] = []
         /// Index of the next waiter to resume (``waiters`` is consumed from the front).
         var next = 0

@@ -71,7 +71,7 @@ public struct LiveSDKConfiguration: Sendable {
 public actor LiveClient {
     public nonisolated let session: Session
     public nonisolated let logger: Logger
-    let cache: CacheStore
+    package let cache: CacheStore
     /// The acknowledged writes waiting for the cloud, in a file of their own.
     let outbox: OutboxStore
     /// How the state directory's files fare (see ``addStorageObserver(_:)``).
@@ -82,18 +82,18 @@ public actor LiveClient {
     /// into the outbox.
     public nonisolated let adoptedWrites: Int
     let cloud: CloudClient
-    let realtime: RealtimeConnection
+    package let realtime: RealtimeConnection
     /// The loop the engine runs on (see ``EngineLoop``).
     let engineLoop: EngineLoop
     public nonisolated var unownedExecutor: UnownedSerialExecutor { engineLoop.serialExecutor }
     private let realtimeEvents: BatchQueue<RealtimeEvent>
     /// What the engine's loop is asked to do (``Command``), taken a batch at a time by ``runOnEngineLoop()``.
     let commandSink = BatchQueue<Command>()
-    var observations: [EntityKey: SharedObjectObservation] = [:]
+    package var observations: [EntityKey: SharedObjectObservation] = [:]
     private var fetching: Set<EntityKey> = []
     private var refetchWanted: Set<EntityKey> = []
     // Batched fetches (see LiveClient+BatchedFetch.swift).
-    var fetchWaiters: [Int: FetchWaiter] = [:]
+    package var fetchWaiters: [Int: FetchWaiter] = [:]
     var fetchQueue: [Int] = []
     var nextFetchWaiter = 0
     var fetchRequestsRunning = 0
@@ -108,7 +108,7 @@ public actor LiveClient {
     /// The checkpoint each new observation's start read, for its activation (which resumes from it).
     var startCheckpoints: [EntityKey: Int64?] = [:]
     /// New observations' subscriptions at once (see LiveClient+SubscriptionGate.swift).
-    var subscriptionGate = SubscriptionGate()
+    package var subscriptionGate = SubscriptionGate()
     public private(set) var connectionStatus: ConnectionStatus = .offline
     private var connectionObservers: [Int: @Sendable (ConnectionStatus) -> Void] = [:]
     private var nextConnectionObserver = 0

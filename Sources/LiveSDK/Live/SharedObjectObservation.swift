@@ -7,7 +7,7 @@ import Synchronization
 /// one realtime topic, whatever the number of observers.
 ///
 /// State changes happen on the engine's actor; observers may be removed from any thread (token release).
-final class SharedObjectObservation: Sendable, Hashable {
+package final class SharedObjectObservation: Sendable, Hashable {
     typealias Handler = @Sendable (LiveObjectChange) -> Void
 
     private struct Observer {
@@ -79,6 +79,6 @@ final class SharedObjectObservation: Sendable, Hashable {
     }
 
     /// By identity: the engine holds one observation per key at a time, and an ended one is another.
-    static func == (lhs: SharedObjectObservation, rhs: SharedObjectObservation) -> Bool { lhs === rhs }
-    func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+    package static func == (lhs: SharedObjectObservation, rhs: SharedObjectObservation) -> Bool { lhs === rhs }
+    package func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }

@@ -35,7 +35,7 @@ enum RealtimeEvent: Sendable {
 }
 
 /// The one realtime WebSocket to the cloud: ref-counted topic subscriptions, reconnect with backoff.
-actor RealtimeConnection {
+package actor RealtimeConnection {
     private var machine = RealtimeConnectionStateMachine()
     private var writer: WebSocketOutboundWriter?
     private var nextRef: Int64 = 0
@@ -70,7 +70,7 @@ actor RealtimeConnection {
     private var lingersRunning = false
     private let url: String
     private let engineLoop: EngineLoop
-    nonisolated var unownedExecutor: UnownedSerialExecutor { engineLoop.serialExecutor }
+    package nonisolated var unownedExecutor: UnownedSerialExecutor { engineLoop.serialExecutor }
     private let session: Session
     private let logger: Logger
     private let events: BatchQueue<RealtimeEvent>
@@ -100,7 +100,7 @@ actor RealtimeConnection {
     var status: ConnectionStatus { machine.status }
 
     /// The last event sequence number seen on `topic` (or its subscription's baseline).
-    func lastSeq(of topic: Topic) -> Int64? { machine.heard(topic)?.seq }
+    package func lastSeq(of topic: Topic) -> Int64? { machine.heard(topic)?.seq }
 
     /// The sequence number of the last event on `topic` handed to the engine, if one was since the topic was
     /// subscribed: the engine compares it with the last one it applied to know whether events are still on

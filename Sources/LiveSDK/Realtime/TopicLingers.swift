@@ -8,7 +8,7 @@
 /// tasks asleep for the linger and ~5 % of the engine's time in that close. A topic released again while it
 /// lingers lingers anew from then: its earlier entry is passed over when it comes due. Pure: the connection
 /// keeps the clock and the timer.
-struct TopicLingers<Key: Hashable & Sendable>: Sendable {
+package struct TopicLingers<Key: Hashable & Sendable>: Sendable {
     let duration: Duration
 
     private struct Entry: Sendable {
@@ -24,23 +24,23 @@ struct TopicLingers<Key: Hashable & Sendable>: Sendable {
     private var current: [Key: Int] = [:]
     private var generation = 0
 
-    init(duration: Duration) { self.duration = duration }
+    package init(duration: Duration) { self.duration = duration }
 
     /// How many keys linger.
-    var count: Int { current.count }
+    package var count: Int { current.count }
 
     /// When the oldest entry comes due (it may be one passed over), or `nil` when none is queued.
-    var nextDeadline: ContinuousClock.Instant? { head < entries.count ? entries[head].deadline : nil }
+    package var nextDeadline: ContinuousClock.Instant? { head < entries.count ? entries[head].deadline : nil }
 
     /// `key` was released at `now` (no earlier than any release before it): it lingers until `now + duration`.
-    mutating func linger(_ key: Key, at now: ContinuousClock.Instant) {
+    package mutating func linger(_ key: Key, at now: ContinuousClock.Instant) {
         generation += 1
         current[key] = generation
         entries.append(Entry(key: key, generation: generation, deadline: now + duration))
     }
 
     /// The keys whose latest linger ended by `now`, in the order they were released; they linger no more.
-    mutating func expired(at now: ContinuousClock.Instant) -> [Key] {
+    package mutating func expired(at now: ContinuousClock.Instant) -> [Key] {
         var due: [Key] = []
         while head < entries.count, entries[head].deadline <= now {
             let entry = entries[head]
