@@ -9,9 +9,10 @@ import Testing
 /// upgrade to this build with the service still answering, `remove` (configuration and state kept), `purge`
 /// (state, configuration, units' state and the system user gone).
 ///
-/// The packages: `LIVEGATE_DEB_DIR` (`.ci/run` builds the release packages there), else the debug build packaged
-/// for the test (`scripts/package-deb --debug --no-build`). "The previous build" is the same packages with an
-/// older Debian revision: what an upgrade runs (maintainer scripts, conffile, restart) is the same.
+/// The packages: `LIVEGATE_DEB_DIR` (`.ci/run` builds the release packages there), else the build the tests run
+/// from packaged for the test (`scripts/package-deb [--debug] --no-build`). "The previous build" is the same
+/// packages with an older Debian revision: what an upgrade runs (maintainer scripts, conffile, restart) is the
+/// same.
 ///
 /// Once per suite run: skipped in the PostgreSQL pass of `scripts/test` (the packaged cloud runs on its SQLite
 /// default whatever the suite's cloud).
@@ -32,7 +33,10 @@ struct PackageTests {
                 try FileManager.default.copyItem(atPath: given + "/" + file, toPath: debs + "/" + file)
             }
         } else {
-            let built = try runToCompletion(SystemdSandbox.repository + "/scripts/package-deb", ["--debug", "--no-build", "--output", debs])
+            let built = try runToCompletion(
+                SystemdSandbox.repository + "/scripts/package-deb",
+                SystemdSandbox.buildFlags + ["--no-build", "--output", debs]
+            )
             guard built.status == 0 else { throw ClusterError("scripts/package-deb failed: \(built.output)") }
             for file in try FileManager.default.contentsOfDirectory(atPath: debs) where file.contains("-dbgsym_") {
                 try FileManager.default.removeItem(atPath: debs + "/" + file)

@@ -10,6 +10,10 @@ final class SystemdSandbox: Sendable {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().path
     static let script = repository + "/scripts/systemd-sandbox"
+    /// How `scripts/install` and `scripts/package-deb` take the build the tests run from: `--debug` when the
+    /// binaries are the debug build's, nothing for the release build's (`scripts/test` runs the suite on it).
+    static let buildFlags: [String] =
+        URL(fileURLWithPath: TestCluster.binDirectory).resolvingSymlinksInPath().lastPathComponent == "debug" ? ["--debug"] : []
 
     /// Why this machine cannot boot the sandbox; `nil` when it can.
     static let unavailableReason: String? = {
@@ -27,7 +31,7 @@ final class SystemdSandbox: Sendable {
         self.directory = directory
     }
 
-    /// Stages an install (the build the tests run from, `scripts/install --debug --no-build`) and boots it;
+    /// Stages an install (the build the tests run from, `scripts/install [--debug] --no-build`) and boots it;
     /// with `staging: false`, boots the image with nothing of livegate installed (the packages' tests install
     /// them inside).
     static func boot(staging: Bool = true) throws -> SystemdSandbox {
@@ -37,7 +41,7 @@ final class SystemdSandbox: Sendable {
         if staging {
             let install = try runToCompletion(
                 repository + "/scripts/install",
-                ["--debug", "--no-build"],
+                buildFlags + ["--no-build"],
                 environment: ["DESTDIR": stage, "PREFIX": "/usr"]
             )
             guard install.status == 0 else { throw ClusterError("scripts/install failed: \(install.output)") }
