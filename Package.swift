@@ -16,6 +16,11 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
+/// The test targets' own code is compiled unoptimized in the release configuration too: the suite runs on the release build
+/// (`scripts/test`), where optimizing the tests themselves would only slow their compile; the modules they test are
+/// optimized as they ship.
+let testSettings: [SwiftSetting] = swiftSettings + [.unsafeFlags(["-Onone"], .when(configuration: .release))]
+
 let package = Package(
     name: "livegate",
     platforms: [.macOS(.v15)],
@@ -216,12 +221,12 @@ let package = Package(
 
         // Tests.
         .target(name: "SeededRandom", path: "Tests/SeededRandom", swiftSettings: swiftSettings),
-        .testTarget(name: "LiveGateProtocolTests", dependencies: ["LiveGateProtocol", "SeededRandom"], swiftSettings: swiftSettings),
-        .testTarget(name: "FuzzCorpusTests", dependencies: ["LiveGateFuzzTargets"], swiftSettings: swiftSettings),
+        .testTarget(name: "LiveGateProtocolTests", dependencies: ["LiveGateProtocol", "SeededRandom"], swiftSettings: testSettings),
+        .testTarget(name: "FuzzCorpusTests", dependencies: ["LiveGateFuzzTargets"], swiftSettings: testSettings),
         .testTarget(
             name: "LiveSQLiteTests",
             dependencies: ["LiveSQLite", server("GRDB", "GRDB.swift"), server("Logging", "swift-log")],
-            swiftSettings: swiftSettings
+            swiftSettings: testSettings
         ),
         .testTarget(
             name: "LiveGateCloudTests",
@@ -229,14 +234,14 @@ let package = Package(
                 "LiveGateCloud", "LiveCloudAPI", "LiveJSON", "LiveSQLite", .product(name: "GRDB", package: "GRDB.swift"),
                 server("HummingbirdWebSocket", "hummingbird-websocket"), server("Logging", "swift-log"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: testSettings
         ),
         .testTarget(
             name: "LiveSDKTests",
             dependencies: [
                 "LiveSDK", "LiveCloudAPI", "LiveChangeSet", "LiveJSON", "SeededRandom", .product(name: "NIOCore", package: "swift-nio"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: testSettings
         ),
         .testTarget(
             name: "LiveGateDaemonTests",
@@ -244,7 +249,7 @@ let package = Package(
                 "LiveGateDaemon", "LiveGateConfig", "LiveGateProtocol", "LiveGateSystemd", "LiveSDK", "LiveCloudAPI", "LiveJSON",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: testSettings
         ),
         .testTarget(
             name: "IntegrationTests",
@@ -259,7 +264,7 @@ let package = Package(
                 server("HTTPTypes", "swift-http-types"),
                 server("Logging", "swift-log"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: testSettings
         ),
     ]
 )
