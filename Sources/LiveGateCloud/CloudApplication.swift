@@ -21,6 +21,7 @@ public func runCloud(
     logger: Logger,
     onListening: @escaping @Sendable (Int) async -> Void = { _ in }
 ) async throws {
+    let faults = configuration.faultInjection ? FaultInjector() : nil
     switch configuration.storage {
     case .sqlite(let path):
         // SQLite calls the hub right after each commit; the hub needs the log's head first.
@@ -35,6 +36,7 @@ public func runCloud(
             configuration,
             store: store,
             hub: hub,
+            faults: faults,
             services: [store.checkpointService],
             logger: logger,
             onListening: onListening
@@ -65,11 +67,12 @@ public func runCloud(
             }
             let head = try await store.lastSeq()
             let hub = RealtimeHub(lastPublished: head)
-            let pump = PostgresEventPump(store: store, hub: hub, after: head)
+            let pump = PostgresEventPump(store: store, hub: hub, after: head, faults: faults)
             let app = try await buildCloudApplication(
                 configuration,
                 store: store,
                 hub: hub,
+                faults: faults,
                 services: [pump],
                 logger: logger,
                 onListening: onListening
@@ -80,12 +83,13 @@ public func runCloud(
     }
 }
 
-/// The application over a store and its hub: routes, fault injection when configured, and `services`
-/// run beside the server (and shut down with it).
+/// The application over a store and its hub: routes, fault injection when `faults` is given (the server runs
+/// with `--fault-injection`), and `services` run beside the server (and shut down with it).
 func buildCloudApplication(
     _ configuration: CloudConfiguration,
     store: any CloudStore,
     hub: RealtimeHub,
+    faults: FaultInjector?,
     services: [any Service],
     logger: Logger,
     onListening: @escaping @Sendable (Int) async -> Void
@@ -100,7 +104,6 @@ func buildCloudApplication(
     )
     let router = Router(context: BasicWebSocketRequestContext.self)
     router.middlewares.add(StorageErrorMiddleware())
-    let faults = configuration.faultInjection ? FaultInjector() : nil
     if let faults {
         router.middlewares.add(FaultMiddleware(faults: faults))
         FaultRoutes(faults: faults, hub: hub, auth: auth).register(on: router)
@@ -132,11 +135,15 @@ struct PostgresEventPump: Service {
     let store: PostgresStore
     let hub: RealtimeHub
     let after: Int64
+    let faults: FaultInjector?
 
     func run() async throws {
         await cancelWhenGracefulShutdown {
             await store.runEventPump(
                 after: after,
+                pause: { [faults] in
+                    if let delay = faults?.eventPublicationDelay, delay > .zero { try? await Task.sleep(for: delay) }
+                },
                 skip: { seq, collection, id in hub.publishUnheard(seq: seq, collection: collection, id: id) },
                 publish: { seq, event in hub.publish(seq: seq, event: event) }
             )

@@ -11,6 +11,7 @@ final class FaultInjector: Sendable {
         var loseNextWriteAnswers = 0
         var requestDelay: Duration = .zero
         var realtimeRequestDelay: Duration = .zero
+        var eventPublicationDelay: Duration = .zero
     }
 
     private let state = Mutex(State())
@@ -32,6 +33,9 @@ final class FaultInjector: Sendable {
     /// How long each realtime request (`subscribe`, `unsubscribe`, each of a batch) waits before it is handled.
     var realtimeRequestDelay: Duration { state.withLock { $0.realtimeRequestDelay } }
 
+    /// How long PostgreSQL's event pump waits, once woken, before it reads and publishes what was committed.
+    var eventPublicationDelay: Duration { state.withLock { $0.eventPublicationDelay } }
+
     /// Whether the answer to an object write just applied is to be lost (replaced by a 503).
     func losesWriteAnswer() -> Bool {
         state.withLock { state in
@@ -50,6 +54,7 @@ final class FaultInjector: Sendable {
             if let count = request.loseWriteAnswers { state.loseNextWriteAnswers = count }
             if let milliseconds = request.delayRequestsMs { state.requestDelay = .milliseconds(milliseconds) }
             if let milliseconds = request.delayRealtimeRequestsMs { state.realtimeRequestDelay = .milliseconds(milliseconds) }
+            if let milliseconds = request.delayEventPublicationMs { state.eventPublicationDelay = .milliseconds(milliseconds) }
         }
     }
 
@@ -74,6 +79,10 @@ struct FaultRequest: Codable, Sendable {
     /// Hold every realtime request (each of a batch) this long before handling it; 0 ends it. What a
     /// subscription resuming from `since` replays is read after the wait: writes made meanwhile are in it.
     var delayRealtimeRequestsMs: Int?
+    /// PostgreSQL: the event pump waits this long each time it is woken before it reads what was committed,
+    /// so events reach the realtime subscribers this much after their writes are answered (on SQLite, which
+    /// publishes before answering, it does nothing); 0 ends it.
+    var delayEventPublicationMs: Int?
     /// Expire every access token now: their next use gets 401 `token_expired`.
     var expireTokens: Bool?
 }

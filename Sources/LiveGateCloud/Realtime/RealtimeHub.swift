@@ -38,11 +38,15 @@ package final class RealtimeSubscriber: Sendable {
     /// Why the server closes the connection on purpose.
     enum CloseReason: Sendable {
         case faultInjection, shuttingDown
+        /// The event log is not being published (PostgreSQL's event pump lost its connection): a subscription
+        /// acknowledged now could miss what was committed.
+        case eventLogBehind
 
         var message: String {
             switch self {
             case .faultInjection: "fault injection: connection dropped"
             case .shuttingDown: "the cloud is shutting down; reconnect later"
+            case .eventLogBehind: "the cloud's event log is not being read (its database connection is down); reconnect later"
             }
         }
     }
@@ -71,6 +75,10 @@ package final class RealtimeHub: Sendable {
         var replaying: [SubscriptionKey: [(seq: Int64, text: String)]] = [:]
         /// The last event published (events are published in commit order, so every lower seq is in the log).
         var lastPublished: Int64 = 0
+        /// Subscription requests waiting for the events committed before them to be published
+        /// (``published(through:within:)``), by waiter id.
+        var publicationWaiters: [Int: Waiter] = [:]
+        var nextWaiter = 0
         var nextID = 0
         var eventsSent = 0
         var fetches: [String: Int] = [:]
@@ -78,6 +86,16 @@ package final class RealtimeHub: Sendable {
         var realtimeMessages = 0
         /// The query topics with subscribers, by collection (an event is matched against its collection's).
         var queryTopics: [String: Set<Topic>] = [:]
+
+        /// Counts every event up to `seq` published; returns the waiters that this lets go (resumed by the caller,
+        /// outside the lock).
+        mutating func published(_ seq: Int64) -> [Waiter] {
+            lastPublished = max(lastPublished, seq)
+            guard !publicationWaiters.isEmpty else { return [] }
+            let due = publicationWaiters.filter { $0.value.seq <= lastPublished }
+            for id in due.keys { publicationWaiters[id] = nil }
+            return Array(due.values)
+        }
 
         mutating func add(_ subscriber: Int, to topic: Topic) {
             topics[topic, default: []].insert(subscriber)
@@ -106,6 +124,18 @@ package final class RealtimeHub: Sendable {
                     eventsSent += 1
                 }
             }
+        }
+    }
+
+    /// A request waiting for the events up to `seq` to be published, and the task that ends its wait at its timeout.
+    private struct Waiter {
+        let seq: Int64
+        let continuation: CheckedContinuation<Bool, Never>
+        var timer: Task<Void, Never>?
+
+        func resume() {
+            timer?.cancel()
+            continuation.resume(returning: true)
         }
     }
 
@@ -147,6 +177,44 @@ package final class RealtimeHub: Sendable {
             guard state.subscribers[subscriber.id] != nil else { return }
             state.add(subscriber.id, to: topic)
             subscriber.send(Self.encode(.ack(ref: ref, seq: state.lastPublished)))
+        }
+    }
+
+    /// Waits until every event up to `seq` has been published, at most `timeout`; returns whether it was.
+    ///
+    /// For a store whose events reach the hub after their commit (PostgreSQL's event pump reads the log once
+    /// `NOTIFY`ed: ``CloudStore/publishesAsItCommits``): a subscription request waits, before its topic is
+    /// subscribed, for the events committed when it came (``CloudStore/lastSeq()``). Its ack then carries a seq
+    /// at or past every write acknowledged before it, and what it replays or is sent live starts there. Without
+    /// the wait, a resumption acked at a head behind an acknowledged write proved continuity up to a seq that
+    /// left the write out: the daemon answered the object `fresh` at the version before it; and a stream message
+    /// sent while a subscriber was shut out, still in the pump's backlog when its access was given back, reached
+    /// it live.
+    func published(through seq: Int64, within timeout: Duration) async -> Bool {
+        guard state.withLock({ $0.lastPublished < seq }) else { return true }
+        return await withCheckedContinuation { continuation in
+            let id = state.withLock { state -> Int? in
+                guard state.lastPublished < seq else { return nil }
+                state.nextWaiter += 1
+                state.publicationWaiters[state.nextWaiter] = Waiter(seq: seq, continuation: continuation)
+                return state.nextWaiter
+            }
+            guard let id else {
+                continuation.resume(returning: true)
+                return
+            }
+            let timer = Task {
+                try? await Task.sleep(for: timeout)
+                guard !Task.isCancelled else { return }
+                state.withLock { $0.publicationWaiters.removeValue(forKey: id) }?.continuation.resume(returning: false)
+            }
+            // Published meanwhile: the timer is not needed (nor kept sleeping for `timeout`).
+            let waiting = state.withLock { state -> Bool in
+                guard state.publicationWaiters[id] != nil else { return false }
+                state.publicationWaiters[id]?.timer = timer
+                return true
+            }
+            if !waiting { timer.cancel() }
         }
     }
 
@@ -228,13 +296,14 @@ package final class RealtimeHub: Sendable {
     /// stream's message or access list (`$`-collections) is never skipped: its topic is in the event.
     package func publishUnheard(seq: Int64, collection: String, id: String) -> Bool {
         guard !collection.hasPrefix("$") else { return false }
-        return state.withLock { state in
+        let (unheard, due) = state.withLock { state -> (Bool, [Waiter]) in
             guard state.topics[.object(EntityKey(collection: collection, id: id))] == nil, state.topics[.collection(collection)] == nil,
                 state.queryTopics[collection] == nil
-            else { return false }
-            state.lastPublished = max(state.lastPublished, seq)
-            return true
+            else { return (false, []) }
+            return (true, state.published(seq))
         }
+        for waiter in due { waiter.resume() }
+        return unheard
     }
 
     /// Publishes a committed event to the subscribers of its topics (a write: the entity's, its
@@ -251,35 +320,38 @@ package final class RealtimeHub: Sendable {
         let heard = state.withLock { state in topics.filter { state.topics[$0] != nil } }
         var encoded: [Topic: String] = [:]
         for topic in heard { encoded[topic] = try? StoreText.encode(event.serverMessage(seq: seq, topic: topic)) }
-        state.withLock { state in
-            state.lastPublished = max(state.lastPublished, seq)
+        let due = state.withLock { state in
             for topic in topics where state.topics[topic] != nil {
                 guard let text = encoded[topic] ?? (try? StoreText.encode(event.serverMessage(seq: seq, topic: topic))) else { continue }
                 state.deliver(text, seq: seq, on: topic)
             }
             // Query topics are matched here, under the lock that subscriptions take too, so none subscribed
             // before this event's publication misses it.
-            guard case .entity(let entity, _) = event, let queries = state.queryTopics[entity.collection] else { return }
-            for topic in queries where event.concerns(topic) {
-                guard let text = try? StoreText.encode(event.serverMessage(seq: seq, topic: topic)) else { continue }
-                state.deliver(text, seq: seq, on: topic)
+            if case .entity(let entity, _) = event, let queries = state.queryTopics[entity.collection] {
+                for topic in queries where event.concerns(topic) {
+                    guard let text = try? StoreText.encode(event.serverMessage(seq: seq, topic: topic)) else { continue }
+                    state.deliver(text, seq: seq, on: topic)
+                }
             }
+            return state.published(seq)
         }
+        for waiter in due { waiter.resume() }
     }
 
     /// Ends the subscriptions to a stream topic whose connections' users the topic's new ACL no longer
     /// lists among its subscribers: each gets an `error` naming the topic (no `ref`: nothing asked).
     private func endSubscriptions(to topic: Topic, notAllowedBy acl: StreamACL, seq: Int64, event: LoggedEvent) {
         let text = Self.encode(event.serverMessage(seq: seq, topic: topic))
-        state.withLock { state in
-            state.lastPublished = max(state.lastPublished, seq)
+        let due = state.withLock { state in
             for id in state.topics[topic] ?? [] {
                 guard let subscriber = state.subscribers[id], !acl.subscribers.contains(subscriber.user) else { continue }
                 state.replaying[SubscriptionKey(subscriber: id, topic: topic)] = nil
                 state.remove(id, from: topic)
                 subscriber.send(text)
             }
+            return state.published(seq)
         }
+        for waiter in due { waiter.resume() }
     }
 
     static func encode(_ message: RealtimeServerMessage) -> String {

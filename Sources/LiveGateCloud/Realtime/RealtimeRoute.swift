@@ -79,18 +79,48 @@ struct RealtimeRoute: Sendable {
             )
             return
         }
+        let requests: [RealtimeClientMessage]
         switch frame {
         case .single(let request):
-            await handle(request, from: subscriber, user: user, logger: logger)
-        case .batch(let requests):
-            guard (1...RealtimeClientBatch.maximumRequests).contains(requests.count) else {
-                let message = "a batch holds 1 to \(RealtimeClientBatch.maximumRequests) requests, not \(requests.count): send several"
+            requests = [request]
+        case .batch(let batch):
+            guard (1...RealtimeClientBatch.maximumRequests).contains(batch.count) else {
+                let message = "a batch holds 1 to \(RealtimeClientBatch.maximumRequests) requests, not \(batch.count): send several"
                 subscriber.send(RealtimeHub.encode(.error(ref: nil, code: .badRequest, message: message)))
                 return
             }
-            // In order, each answered as if it had come alone.
-            for request in requests { await handle(request, from: subscriber, user: user, logger: logger) }
+            requests = batch
         }
+        if requests.contains(where: { $0.op == .subscribe }) {
+            guard await eventsPublished(for: subscriber, logger: logger) else { return }
+        }
+        // In order, each answered as if it had come alone.
+        for request in requests { await handle(request, from: subscriber, user: user, logger: logger) }
+    }
+
+    /// How long a subscription waits for the events committed before it to be published before the connection
+    /// is closed instead (the event pump reconnects a second apart; it is milliseconds behind when it runs).
+    static let publicationTimeout = Duration.seconds(10)
+
+    /// Waits, before a frame's subscriptions are made, until every event committed when it came is published
+    /// (at once for a store that publishes as it commits; see ``RealtimeHub/published(through:within:)``): one
+    /// wait for a batch of subscriptions. When the log cannot be read or the events do not come, closes the
+    /// connection (the client reconnects and resumes) rather than acknowledge a subscription at a seq that
+    /// leaves out acknowledged writes; returns whether the requests may go on.
+    private func eventsPublished(for subscriber: RealtimeSubscriber, logger: Logger) async -> Bool {
+        guard !store.publishesAsItCommits else { return true }
+        do {
+            let head = try await store.lastSeq()
+            if await hub.published(through: head, within: Self.publicationTimeout) { return true }
+            logger.error(
+                "the event log's head was not published in time; closing the realtime connection",
+                metadata: ["seq": "\(head)", "timeout": "\(Self.publicationTimeout)"]
+            )
+        } catch {
+            logger.error("reading the event log's head failed; closing the realtime connection", metadata: ["error": "\(error)"])
+        }
+        subscriber.close(.eventLogBehind)
+        return false
     }
 
     private func handle(_ request: RealtimeClientMessage, from subscriber: RealtimeSubscriber, user: String, logger: Logger) async {

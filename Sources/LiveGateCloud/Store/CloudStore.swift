@@ -19,6 +19,12 @@ protocol CloudStore: Sendable {
     /// honoured, and only the store knows. A SQLite file has one instance.
     var isShared: Bool { get }
 
+    /// Whether every committed event is published (`onCommit`) before the write that made it is answered (SQLite,
+    /// which publishes right after each commit). PostgreSQL's are published once its event pump reads them
+    /// from the log, a moment after: a subscription first waits for the pump to reach the log's head
+    /// (``RealtimeHub/published(through:within:)``).
+    var publishesAsItCommits: Bool { get }
+
     /// Object writes decided and the transactions they shared, since the store opened (``GroupCommit``).
     var writesCommitted: (transactions: Int, writes: Int) { get }
 

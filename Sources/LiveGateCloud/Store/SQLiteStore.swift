@@ -17,6 +17,7 @@ import ServiceLifecycle
 /// which is what keeps that sync from bounding the write rate.
 package final class SQLiteStore: CloudStore {
     let isShared = false
+    let publishesAsItCommits = true
     package let pool: DatabasePool
     let onCommit: @Sendable (_ seq: Int64, _ event: LoggedEvent) -> Void
     /// How many events the log keeps; older ones are pruned (a subscriber resuming from before them is told to resync).

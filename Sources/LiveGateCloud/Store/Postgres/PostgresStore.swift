@@ -21,6 +21,7 @@ import PostgresNIO
 /// listening again, so a dropped database connection delays events but loses none.
 final class PostgresStore: CloudStore {
     let isShared = true
+    let publishesAsItCommits = false
     let client: PostgresClient
     let logger: Logger
     /// How many events the log keeps; older ones are pruned (a subscriber resuming from before them is told to resync).
@@ -256,9 +257,11 @@ final class PostgresStore: CloudStore {
 
     /// Publishes every event committed after seq `after`, in order, for as long as the task runs: listens
     /// on `channel`, and reads the log after the last seq published whenever woken (and once after each
-    /// (re)connection). Reconnects after a lost database connection, a second apart.
+    /// (re)connection), after `pause` (fault injection: a pump behind the commits). Reconnects after a lost
+    /// database connection, a second apart.
     func runEventPump(
         after: Int64,
+        pause: @Sendable () async -> Void = {},
         skip: @Sendable (_ seq: Int64, _ collection: String, _ id: String) -> Bool,
         publish: @Sendable (_ seq: Int64, _ event: LoggedEvent) -> Void
     ) async {
@@ -269,6 +272,7 @@ final class PostgresStore: CloudStore {
                     try await connection.listen(on: Self.channel) { notifications in
                         last = try await publishEvents(after: last, skip, publish)
                         for try await _ in notifications {
+                            await pause()
                             last = try await publishEvents(after: last, skip, publish)
                         }
                     }
