@@ -238,6 +238,33 @@ import Testing
         }
     }
 
+    @Test func aSubscriptionBeingMadeWhenItsACLIsRevokedIsEndedNotAcked() async throws {
+        let cluster = try await cluster(startDaemon: false)
+        defer { cluster.stop() }
+        let alice = try await cluster.login()
+        let bob = try await cluster.login(as: "bob")
+        let bobsACL = CloudPath.streamACL("songs", user: "bob")
+        let topic = Topic.stream("songs", user: "bob")
+        #expect(try await cluster.call(.PUT, bobsACL, json: #"{"publishers":["bob"],"subscribers":["alice"]}"#, token: bob).status == 200)
+        // The subscription's answer is held back after it read the ACL: the revocation lands in between (or,
+        // sent before the read, is in what it reads).
+        try await cluster.fault(#"{"delayStreamAdmissionMs":1000}"#)
+        try await withRealtimeConnection(to: cluster.cloudURL, token: alice) { send, next in
+            try await send(RealtimeClientMessage(op: .subscribe, ref: 1, topic: topic))
+            #expect(try await cluster.call(.PUT, bobsACL, json: #"{"publishers":["bob"],"subscribers":[]}"#, token: bob).status == 200)
+            let answer = try await next()
+            #expect(answer.op == .error && answer.ref == 1 && answer.code == .forbidden, "refused or ended, never acked: \(answer)")
+            // Nothing sent to bob reaches alice: the next message is the answer to her next request.
+            #expect(
+                try await cluster.call(.POST, CloudPath.streamMessages("songs", user: "bob"), json: #"{"message":"private"}"#, token: bob).status
+                    == 201
+            )
+            try await send(RealtimeClientMessage(op: .subscribe, ref: 2, topic: .object(EntityKey(collection: "notes", id: "n1"))))
+            let next = try await next()
+            #expect(next.op == .ack && next.ref == 2, "\(next)")
+        }
+    }
+
     @Test func revokingASubscriberEndsItsSubscriptionThroughTheDaemon() async throws {
         let cluster = try await cluster(startDaemon: true)
         defer { cluster.stop() }

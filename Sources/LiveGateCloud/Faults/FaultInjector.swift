@@ -12,6 +12,7 @@ final class FaultInjector: Sendable {
         var requestDelay: Duration = .zero
         var realtimeRequestDelay: Duration = .zero
         var eventPublicationDelay: Duration = .zero
+        var streamAdmissionDelay: Duration = .zero
     }
 
     private let state = Mutex(State())
@@ -36,6 +37,9 @@ final class FaultInjector: Sendable {
     /// How long PostgreSQL's event pump waits, once woken, before it reads and publishes what was committed.
     var eventPublicationDelay: Duration { state.withLock { $0.eventPublicationDelay } }
 
+    /// How long a stream subscription waits after reading the stream's ACL, before it is answered.
+    var streamAdmissionDelay: Duration { state.withLock { $0.streamAdmissionDelay } }
+
     /// Whether the answer to an object write just applied is to be lost (replaced by a 503).
     func losesWriteAnswer() -> Bool {
         state.withLock { state in
@@ -55,6 +59,7 @@ final class FaultInjector: Sendable {
             if let milliseconds = request.delayRequestsMs { state.requestDelay = .milliseconds(milliseconds) }
             if let milliseconds = request.delayRealtimeRequestsMs { state.realtimeRequestDelay = .milliseconds(milliseconds) }
             if let milliseconds = request.delayEventPublicationMs { state.eventPublicationDelay = .milliseconds(milliseconds) }
+            if let milliseconds = request.delayStreamAdmissionMs { state.streamAdmissionDelay = .milliseconds(milliseconds) }
         }
     }
 
@@ -83,6 +88,9 @@ struct FaultRequest: Codable, Sendable {
     /// so events reach the realtime subscribers this much after their writes are answered (on SQLite, which
     /// publishes before answering, it does nothing); 0 ends it.
     var delayEventPublicationMs: Int?
+    /// A subscription to a stream topic waits this long after reading the stream's ACL, before it is answered
+    /// (an ACL change meanwhile must still end it); 0 ends it.
+    var delayStreamAdmissionMs: Int?
     /// Expire every access token now: their next use gets 401 `token_expired`.
     var expireTokens: Bool?
 }

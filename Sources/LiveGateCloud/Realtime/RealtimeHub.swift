@@ -218,15 +218,26 @@ package final class RealtimeHub: Sendable {
         }
     }
 
-    /// Resumes a subscription after `since`: the topic's events from the log with `since < seq <= head`,
-    /// then the live ones published meanwhile, with none missing and none twice. When the log no longer
-    /// reaches back to `since` (or `since` is ahead of the log), the ack says `resync` instead.
-    func resume(
+    /// Why a subscription is refused: the `error` its request is answered with.
+    typealias Refusal = (code: CloudErrorCode, message: String)
+
+    /// Subscribes once `admission` (when given) lets the subscriber in, and resumes after `since` when given:
+    /// the topic's events from the log with `since < seq <= head`, then the live ones published meanwhile, with
+    /// none missing and none twice. When the log no longer reaches back to `since` (or `since` is ahead of the
+    /// log), the ack says `resync` instead.
+    ///
+    /// The subscription is registered before `admission` reads what it decides by (a stream's ACL), with the
+    /// live events buffered until the answer: an ACL change committed before that read is in what it reads, and
+    /// one committed after it is published after the registration, so it ends the subscription (the request is
+    /// then answered `forbidden`). Read before the registration, a revocation published in between ended
+    /// nothing, and the revoked subscriber went on hearing the stream.
+    func subscribe(
         _ subscriber: RealtimeSubscriber,
         to topic: Topic,
         ref: Int64,
-        since: Int64,
-        from store: any CloudStore
+        since: Int64?,
+        from store: any CloudStore,
+        admission: (() async -> Refusal?)? = nil
     ) async throws {
         let subscription = SubscriptionKey(subscriber: subscriber.id, topic: topic)
         let registered = state.withLock { state -> Int64? in
@@ -236,11 +247,23 @@ package final class RealtimeHub: Sendable {
             return state.lastPublished
         }
         guard let head = registered else { return }
+        if let admission, let refusal = await admission() {
+            state.withLock { state in
+                state.replaying[subscription] = nil
+                state.remove(subscriber.id, from: topic)
+            }
+            subscriber.send(Self.encode(.error(ref: ref, code: refusal.code, message: refusal.message)))
+            return
+        }
         let log: (events: [(seq: Int64, event: LoggedEvent)], oldest: Int64?)
         do {
             // Nothing was published after `since`: nothing to replay, and no log to read (a burst of objects
             // just read, each subscribed from its read, costs no query apiece).
-            log = since == head ? ([], nil) : try await store.events(of: topic, after: since, upTo: head)
+            if let since, since != head {
+                log = try await store.events(of: topic, after: since, upTo: head)
+            } else {
+                log = ([], nil)
+            }
         } catch {
             state.withLock { state in
                 state.replaying[subscription] = nil
@@ -255,7 +278,7 @@ package final class RealtimeHub: Sendable {
             if case .aclChanged(_, _, let acl) = $0.event { !acl.subscribers.contains(subscriber.user) } else { false }
         }
         // Continuity is proven when every event after `since` is still in the log.
-        let continuous = since <= head && since + 1 >= (log.oldest ?? head + 1) && !shutOut
+        let continuous = since.map { since in since <= head && since + 1 >= (log.oldest ?? head + 1) && !shutOut }
         state.withLock { state in
             let buffered = state.replaying.removeValue(forKey: subscription) ?? []
             guard state.subscribers[subscriber.id] != nil else {
@@ -264,13 +287,16 @@ package final class RealtimeHub: Sendable {
                 return
             }
             guard state.topics[topic]?.contains(subscriber.id) == true else {
-                // Ended while the log was read (an ACL change): the request is answered with that.
+                // Ended while the ACL or the log was read (an ACL change): the request is answered with that.
                 subscriber.send(Self.encode(.error(ref: ref, code: .forbidden, message: "the subscription was ended: the access list changed")))
                 return
             }
-            let replayed = continuous ? replay.count + buffered.count : nil
-            subscriber.send(Self.encode(.ack(ref: ref, seq: head, resync: continuous ? nil : true, replayed: replayed)))
-            if continuous {
+            switch continuous {
+            case nil: subscriber.send(Self.encode(.ack(ref: ref, seq: head)))
+            case true: subscriber.send(Self.encode(.ack(ref: ref, seq: head, replayed: replay.count + buffered.count)))
+            case false: subscriber.send(Self.encode(.ack(ref: ref, seq: head, resync: true)))
+            }
+            if continuous == true {
                 for logged in replay where subscriber.send(Self.encode(logged.event.serverMessage(seq: logged.seq, topic: topic))) {
                     state.eventsSent += 1
                 }
@@ -339,15 +365,17 @@ package final class RealtimeHub: Sendable {
     }
 
     /// Ends the subscriptions to a stream topic whose connections' users the topic's new ACL no longer
-    /// lists among its subscribers: each gets an `error` naming the topic (no `ref`: nothing asked).
+    /// lists among its subscribers: each gets an `error` naming the topic (no `ref`: nothing asked), but one whose
+    /// request is not answered yet, which is answered `forbidden` instead.
     private func endSubscriptions(to topic: Topic, notAllowedBy acl: StreamACL, seq: Int64, event: LoggedEvent) {
         let text = Self.encode(event.serverMessage(seq: seq, topic: topic))
         let due = state.withLock { state in
             for id in state.topics[topic] ?? [] {
                 guard let subscriber = state.subscribers[id], !acl.subscribers.contains(subscriber.user) else { continue }
-                state.replaying[SubscriptionKey(subscriber: id, topic: topic)] = nil
+                // One not answered yet (its ACL or log being read) is told by its request's answer, `forbidden`.
+                let answered = state.replaying.removeValue(forKey: SubscriptionKey(subscriber: id, topic: topic)) == nil
                 state.remove(id, from: topic)
-                subscriber.send(text)
+                if answered { subscriber.send(text) }
             }
             return state.published(seq)
         }

@@ -127,16 +127,27 @@ struct RealtimeRoute: Sendable {
         if let delay = faults?.realtimeRequestDelay, delay > .zero { try? await Task.sleep(for: delay) }
         switch request.op {
         case .subscribe:
-            if let refusal = await refusal(of: request.topic, to: user, logger: logger) {
-                subscriber.send(RealtimeHub.encode(.error(ref: request.ref, code: refusal.code, message: refusal.message)))
+            // A stream's ACL is read once the subscription is registered (``RealtimeHub/subscribe(_:to:ref:since:from:admission:)``);
+            // a collection's permission is the configuration's.
+            var admission: (@Sendable () async -> RealtimeHub.Refusal?)?
+            if case .stream(let stream, let target) = request.topic {
+                admission = { [faults] in
+                    let refusal = await streamRefusal(stream, target, to: user, logger: logger)
+                    if let delay = faults?.streamAdmissionDelay, delay > .zero { try? await Task.sleep(for: delay) }
+                    return refusal
+                }
+            } else if let collection = request.topic.collection, !permissions.allows(user, .read, collection) {
+                subscriber.send(
+                    RealtimeHub.encode(.error(ref: request.ref, code: .forbidden, message: "\(user) may not read the collection \(collection)"))
+                )
                 return
             }
-            guard let since = request.since else {
+            if request.since == nil, admission == nil {
                 hub.subscribe(subscriber, to: request.topic, ref: request.ref)
                 return
             }
             do {
-                try await hub.resume(subscriber, to: request.topic, ref: request.ref, since: since, from: store)
+                try await hub.subscribe(subscriber, to: request.topic, ref: request.ref, since: request.since, from: store, admission: admission)
             } catch {
                 logger.error("reading the event log failed", metadata: ["error": "\(error)"])
                 subscriber.send(RealtimeHub.encode(.error(ref: request.ref, code: .internalError, message: "the event log could not be read")))
@@ -146,13 +157,9 @@ struct RealtimeRoute: Sendable {
         }
     }
 
-    /// Why `user` may not subscribe to `topic`, if they may not: a collection they may not read, or a stream
-    /// topic whose user's ACL does not list them among its subscribers.
-    private func refusal(of topic: Topic, to user: String, logger: Logger) async -> (code: CloudErrorCode, message: String)? {
-        if let collection = topic.collection {
-            return permissions.allows(user, .read, collection) ? nil : (.forbidden, "\(user) may not read the collection \(collection)")
-        }
-        guard case .stream(let stream, let target) = topic else { return nil }
+    /// Why `user` may not subscribe to `target`'s topic of `stream`, if they may not: no such stream, or
+    /// `target`'s ACL does not list them among its subscribers.
+    private func streamRefusal(_ stream: String, _ target: String, to user: String, logger: Logger) async -> RealtimeHub.Refusal? {
         do {
             guard let acl = try await store.acl(stream: stream, user: target) else {
                 return (.notFound, "no stream \(stream)")
