@@ -116,9 +116,11 @@ final class ClientConnection: Sendable {
                     await self.handle(frame)
                     if self.endRequest() { break }
                 }
+                logger.debug("client connection: reading ended")
                 // The writer ends the connection once what is queued (and the goodbye, if any) is written.
                 self.outbox.close()
                 try await written.get()
+                logger.debug("client connection: written out")
             }
         } catch {
             logger.debug("client connection ended with an error", metadata: ["error": "\(error)"])
