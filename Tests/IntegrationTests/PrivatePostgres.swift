@@ -105,7 +105,7 @@ final class PrivatePostgres: Sendable {
     /// learns that its child ended, and `waitUntilExit()` would never return.
     private func runAsOwner(_ program: String, _ arguments: [String]) throws {
         let logPath = directory + "/commands.log"
-        let status = system(Self.shellCommand(commandLine(program, arguments)) + " </dev/null >>'\(logPath)' 2>&1")
+        let status = system(Self.withoutInheritedDescriptors(Self.shellCommand(commandLine(program, arguments)) + " </dev/null >>'\(logPath)' 2>&1"))
         guard status == 0 else {
             let output = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
             throw ClusterError("\(program) failed (status \(status)): \(output.suffix(2000))")
@@ -114,7 +114,22 @@ final class PrivatePostgres: Sendable {
 
     /// The words of a command, each quoted for `/bin/sh`.
     private static func shellCommand(_ words: [String]) -> String {
-        words.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+        words.map(quoted).joined(separator: " ")
+    }
+
+    private static func quoted(_ word: String) -> String {
+        "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+
+    /// `script`, for `system`, run by bash once it has closed every descriptor but 0, 1 and 2. `system` forks
+    /// this process whole, and its descriptors without close-on-exec (NIO's sockets have none) went to the shell,
+    /// to the server `pg_ctl start` leaves running, and to the shell that waits to stop it: a client connection
+    /// that another test had open at that moment stayed open in them after the test closed it, and its peer never
+    /// saw it end (`swift test` run directly, suites in parallel: FeedTests waited for the daemon to release a
+    /// subscription whose clients had left).
+    private static func withoutInheritedDescriptors(_ script: String) -> String {
+        let closing = #"for fd in /proc/$$/fd/*; do fd=${fd##*/}; if [ "$fd" -gt 2 ]; then exec {fd}>&-; fi; done"#
+        return "/bin/bash -c " + quoted(closing + "; " + script)
     }
 
     private static func findBinDirectory() throws -> String {
@@ -136,7 +151,9 @@ final class PrivatePostgres: Sendable {
     private static func registerCleanup(stop: [String], directory: String) {
         let pid = getpid()
         _ = system(
-            "(while kill -0 \(pid) 2>/dev/null; do sleep 1; done; \(shellCommand(stop)); rm -rf '\(directory)') </dev/null >/dev/null 2>&1 &"
+            withoutInheritedDescriptors(
+                "(while kill -0 \(pid) 2>/dev/null; do sleep 1; done; \(shellCommand(stop)); rm -rf '\(directory)') </dev/null >/dev/null 2>&1 &"
+            )
         )
     }
 }
