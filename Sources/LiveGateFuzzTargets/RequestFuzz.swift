@@ -9,7 +9,7 @@ import LiveJSON
 /// never crashes; what parses writes back (`JSONWriter`) to text that parses to the same value; an envelope
 /// that reads keeps its id as the value had it; params decoding throws or succeeds, nothing else.
 enum RequestFuzz {
-    static let paramTypes: [any Decodable.Type] = [
+    static let paramTypes: [any (Decodable & Sendable).Type] = [
         HelloParams.self, ObjectObserveParams.self, TokenParams.self, ObjectWriteParams.self, ObjectDeleteParams.self,
         CollectionObserveParams.self, CollectionItemsParams.self, FeedSubscribeParams.self, SessionStateParams.self,
         SetLogLevelParams.self, StreamSendParams.self, StreamPostParams.self, StreamListenParams.self, StreamAccessParams.self,

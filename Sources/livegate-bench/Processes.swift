@@ -19,8 +19,9 @@ final class Child: Sendable {
         process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        FileManager.default.createFile(atPath: log, contents: nil)
-        let logHandle = FileHandle(forWritingAtPath: log)
+        guard FileManager.default.createFile(atPath: log, contents: nil), let logHandle = FileHandle(forWritingAtPath: log) else {
+            throw BenchError("cannot create \(name)'s log \(log)")
+        }
         process.standardError = logHandle
         process.standardOutput = stdout ?? logHandle
         do {

@@ -100,7 +100,9 @@ final class TestCluster: Sendable {
         cloud.arguments = ["--port", "\(port)", "--users-file", directory + "/users", "--fault-injection"] + arguments
         let stdout = Pipe()
         cloud.standardOutput = stdout
-        FileManager.default.createFile(atPath: directory + "/" + log, contents: nil)
+        guard FileManager.default.createFile(atPath: directory + "/" + log, contents: nil) else {
+            throw ClusterError("cannot create \(directory)/\(log)")
+        }
         cloud.standardError = FileHandle(forWritingAtPath: directory + "/" + log)
         let lines = LineReader(stdout.fileHandleForReading)
         try cloud.run()
@@ -204,7 +206,9 @@ final class TestCluster: Sendable {
         environment["NOTIFY_SOCKET"] = notifySocketPath
         environment.merge(extra) { _, new in new }
         process.environment = environment
-        FileManager.default.createFile(atPath: directory + "/daemon.log", contents: nil)
+        guard FileManager.default.createFile(atPath: directory + "/daemon.log", contents: nil) else {
+            throw ClusterError("cannot create \(directory)/daemon.log")
+        }
         let log = FileHandle(forWritingAtPath: directory + "/daemon.log")!
         log.seekToEndOfFile()
         process.standardError = log
