@@ -42,6 +42,8 @@ struct Bench: AsyncParsableCommand {
     var skipFloor = false
     @Option(help: .hidden) var serveFloor: String?
     @Option(help: .hidden) var floorCloudURL: String?
+    @Option(help: .hidden) var floorRoutedObjects: Int?
+    @Option(help: .hidden) var floorWorkMicroseconds = 0
     @Flag(help: "Skip the memory run.") var skipMemory = false
     @Flag(help: "Skip the end-to-end row through livegate-cloud.") var skipEndToEnd = false
     @Option(help: "Distinct objects observed on one connection in the many-objects runs, comma-separated (through livegate-cloud on SQLite).")
@@ -56,6 +58,11 @@ struct Bench: AsyncParsableCommand {
     var spreadOnly = false
     @Option(help: "Objects of the many-updates run.") var spreadObjects = 10_000
     @Option(help: "Updates per second of the many-updates run, each to the next object in turn.") var spreadRate = 20_000
+    @Option(
+        help:
+            "The many-updates run's forwarder floors: µs of work each spends per event before forwarding it (a spin), comma-separated; each is a run of its own."
+    )
+    var spreadFloorWork = "0"
     @Flag(help: "Only the engine (LiveSDK in-process) and cloud write figures.") var engineOnly = false
     @Flag(help: "Skip the engine and cloud write figures.") var skipEngine = false
     @Option(help: "Items of the query result read by index from the engine's cache (engine figures; 0 skips it).") var resultItems = 100_000
@@ -72,6 +79,16 @@ struct Bench: AsyncParsableCommand {
     var burstMemory: Int?
 
     func run() async throws {
+        if let serveFloor, let floorCloudURL, let floorRoutedObjects {
+            try await ForwarderFloor.serve(
+                cloudURL: floorCloudURL,
+                routedTopics: (0..<floorRoutedObjects).map { .object(EntityKey(collection: LoadCloud.collection, id: "s\($0)")) },
+                workPerFrame: .microseconds(floorWorkMicroseconds),
+                socketPath: serveFloor,
+                clientLoops: max(1, System.coreCount - 1)
+            )
+            return
+        }
         if let serveFloor, let floorCloudURL {
             try await ForwarderFloor.serve(
                 cloudURL: floorCloudURL,
@@ -574,15 +591,18 @@ struct Bench: AsyncParsableCommand {
         return DaemonProcess(child: child, socket: socket)
     }
 
-    /// The forwarder floor (``ForwarderFloor``), this program in its serving mode, on the load cloud at `port`.
-    func startFloor(directory: String, port: Int) async throws -> Child {
+    /// The forwarder floor (``ForwarderFloor``), this program in its serving mode, on the load cloud at `port`;
+    /// with `routedObjects`, the routed floor of the objects `bench/s0` … (the many-updates run's), spending
+    /// `workMicroseconds` of CPU per event.
+    func startFloor(directory: String, port: Int, routedObjects: Int? = nil, workMicroseconds: Int = 0) async throws -> Child {
         let floor = try Child(
             "forwarder floor",
             CommandLine.arguments[0],
-            ["--serve-floor", directory + "/floor.sock", "--floor-cloud-url", "ws://127.0.0.1:\(port)\(CloudPath.realtime)"],
+            ["--serve-floor", directory + "/floor.sock", "--floor-cloud-url", "ws://127.0.0.1:\(port)\(CloudPath.realtime)"]
+                + (routedObjects.map { ["--floor-routed-objects", String($0), "--floor-work-microseconds", String(workMicroseconds)] } ?? []),
             log: directory + "/floor.log"
         )
-        try await waitForSocket(directory + "/floor.sock", what: "the forwarder floor")
+        try await waitForSocket(directory + "/floor.sock", what: "the forwarder floor", timeout: .seconds(120))
         return floor
     }
 

@@ -40,24 +40,76 @@ extension Bench {
         try await waitUntil("\(objects) tokens fresh", timeout: .seconds(120)) {
             zip(pools, perConnection).allSatisfy { $0.receptions[0].markers >= $1 }
         }
+        say("many updates: \(objects) objects, one token each on \(connections) connections; \(rate) updates/s for \(seconds) s…")
+        try await sendSpread(pools: pools, objects: objects, rate: rate, seconds: seconds, process: daemon.child, system: "livegated", cloud: cloud)
+        for pool in pools { await pool.close() }
+        guard !skipFloor else { return }
+
+        // The routed forwarder floor on the same objects: the daemon gone first (the load cloud would send it
+        // the same events), its clients on as many connections, each asking for the same objects' topics.
+        daemon.stop()
+        try await waitUntil("the daemon to leave the load cloud's topics") { cloud.subscriptions(of: "s0") == 0 }
+        let works = spreadFloorWork.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        for work in works {
+            let floor = try await startFloor(directory: directory + "/spread", port: port, routedObjects: objects, workMicroseconds: work)
+            defer { floor.stop() }
+            var floorPools: [SubscriberPool] = []
+            for c in 0..<connections {
+                let topics = stride(from: c, to: objects, by: connections).map { "object:bench/s\($0)\n" }.joined()
+                floorPools.append(
+                    try await SubscriberPool.connect(
+                        count: 1,
+                        socketPath: directory + "/spread/floor.sock",
+                        greeting: topics + ".\n",
+                        readyMarker: ForwarderFloor.readyMarker
+                    )
+                )
+            }
+            try await waitUntil("\(connections) floor connections ready") { floorPools.allSatisfy { $0.readyCount == 1 } }
+            try await sendSpread(
+                pools: floorPools,
+                objects: objects,
+                rate: rate,
+                seconds: seconds,
+                process: floor,
+                system: work == 0 ? "forwarder floor" : "forwarder floor + \(work) µs an event",
+                cloud: cloud
+            )
+            for pool in floorPools { await pool.close() }
+            floor.stop()
+            try await waitUntil("the floor to leave the load cloud's topics") { cloud.subscriptions(of: "s0") == 0 }
+        }
+    }
+
+    /// `rate` updates/s for `seconds` over `objects`, each to the next in turn; prints what `pools`' connections
+    /// received: how many, the latency from the load cloud's send to the read, and `process`'s CPU per update.
+    private func sendSpread(
+        pools: [SubscriberPool],
+        objects: Int,
+        rate: Int,
+        seconds: Double,
+        process: Child,
+        system: String,
+        cloud: LoadCloud
+    ) async throws {
         let receptions = pools.map { $0.receptions[0] }
         for reception in receptions { reception.reset(recordLatencies: true) }
-        say("many updates: \(objects) objects, one token each on \(connections) connections; \(rate) updates/s for \(seconds) s…")
-
-        let cpuBefore = daemon.child.cpuSeconds
+        let cpuBefore = process.cpuSeconds
+        let benchBefore = Child.cpuSeconds(process: "self")
         let total = Int(Double(rate) * seconds)
         let sendSeconds = try await send(total, rate: rate) { sent in cloud.publish(id: "s\(sent % objects)") }
         // Settled: every update delivered, or nothing more for a second (the rest coalesced into newer versions).
         let delivered = try await settle(receptions, expected: total)
-        let cpu = daemon.child.cpuSeconds - cpuBefore
+        let cpu = process.cpuSeconds - cpuBefore
+        let benchCPU = Child.cpuSeconds(process: "self") - benchBefore
         var latencies = receptions.flatMap(\.latencies)
         latencies.sort()
         let figures = [0.5, 0.99].map { milliseconds(atPercentile: $0, of: latencies) } + [Double(latencies.last ?? 0) / 1e6]
         say(
-            "  sent at \(Int(Double(total) / sendSeconds))/s; delivered \(delivered) of \(total); "
+            "  \(system): sent at \(Int(Double(total) / sendSeconds))/s; delivered \(delivered) of \(total); "
                 + "p50 / p99 / max \(figures.map { String(format: "%.2f", $0) }.joined(separator: " / ")) ms; "
-                + "daemon CPU \(String(format: "%.1f", cpu * 1e6 / Double(total))) µs per update"
+                + "\(system) CPU \(String(format: "%.1f", cpu * 1e6 / Double(total))) µs per update, "
+                + "the benchmark's (load cloud and readers) \(String(format: "%.1f", benchCPU * 1e6 / Double(total)))"
         )
-        for pool in pools { await pool.close() }
     }
 }
