@@ -82,6 +82,8 @@ let package = Package(
             dependencies: [
                 "LiveCloudAPI", "LiveJSON", "LiveChangeSet", "LiveSQLite", "LiveEventLoops",
                 server("GRDB", "GRDB.swift"),
+                // SQLite's C interface, for the one statement the engine binds itself (`CacheStore.upsert`).
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 server("AsyncHTTPClient", "async-http-client"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),

@@ -100,6 +100,7 @@ struct Bench: AsyncParsableCommand {
         }
         measureChangeSets()
         measureRealtimeDecoding()
+        try await measureCacheWrites()
         if changeSetsOnly { return }
         var template = Array("/tmp/lgbench-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw BenchError("mkdtemp failed") }

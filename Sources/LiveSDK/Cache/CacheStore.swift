@@ -2,6 +2,7 @@
 
 import Foundation
 import GRDB
+import GRDBSQLite
 import LiveCloudAPI
 import LiveJSON
 import LiveSQLite
@@ -73,7 +74,7 @@ package final class CacheStore: Sendable {
 
     /// Checkpoints the WAL after commits until the task is cancelled or the cache closed (the engine runs it
     /// while it runs; without it, the writer checkpoints at ``WALCheckpointer/backstopPages``).
-    func runCheckpoints() async { await checkpointer.run() }
+    package func runCheckpoints() async { await checkpointer.run() }
 
     /// Opens the cache at `path`. A damaged one (not a database, or failing its check) is moved aside, with its
     /// WAL, to `<path>.damaged-<UTC time>` (kept for inspection) and a new, empty cache made in its place: the
@@ -580,30 +581,89 @@ package final class CacheStore: Sendable {
     /// Writes `entity` in `db` unless it holds the same or a higher version; returns whether it wrote. With
     /// `topicSeq`, the row records that the cache holds every event of the object's topic up to it (its
     /// checkpoint, which never moves back; an object written without one keeps the one it had).
+    ///
+    /// This runs for every realtime event, so its statement is prepared once (GRDB's cache) and bound and stepped
+    /// here through SQLite's C interface: GRDB's `execute(arguments:)` boxed each of the nine values, checked
+    /// them, bound them in nested closures and prepared its observers, ~40 % of the write's time in process
+    /// (`livegate-bench`'s cache-write figure; Benchmarks.md). What GRDB's execution adds is not needed here: the
+    /// statement touches one table that no observer watches (the checkpointer's observes no change; the commit
+    /// that follows is GRDB's own, so its observers are told), and a failure throws the same `DatabaseError` (the
+    /// statement reset, reusable: SQLite's reset after a failed step puts it back to its start).
     static func upsert(_ entity: Entity, topicSeq: Int64? = nil, in db: Database) throws -> Bool {
-        // The text `JSONEncoder` with `.sortedKeys` writes, written directly (this runs for every realtime event).
+        // The text `JSONEncoder` with `.sortedKeys` writes, written directly.
         var writer = JSONWriter(escapesSlashes: true)
         try writer.write(entity.data)
-        let text = String(decoding: writer.bytes, as: UTF8.self)
-        // A cached (prepared once) statement: this runs for every realtime event.
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO entity (collection, id, version, data, createdAt, updatedAt, deleted, lastAccess, topicSeq)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (collection, id) DO UPDATE SET
-                    version = excluded.version, data = excluded.data, createdAt = excluded.createdAt,
-                    updatedAt = excluded.updatedAt, deleted = excluded.deleted, lastAccess = excluded.lastAccess,
-                    topicSeq = CASE WHEN entity.topicSeq >= excluded.topicSeq OR excluded.topicSeq IS NULL
-                        THEN entity.topicSeq ELSE excluded.topicSeq END
-                WHERE excluded.version > entity.version
-                """
-        ).execute(
-            arguments: [
-                entity.collection, entity.id, entity.version, text, entity.createdAt, entity.updatedAt,
-                entity.deleted, Date().timeIntervalSince1970, topicSeq,
-            ]
-        )
-        return db.changesCount > 0
+        let statement = try db.cachedStatement(sql: upsertSQL)
+        let raw = statement.sqliteStatement
+        // Bound with SQLITE_TRANSIENT: SQLite copies each text at once, so no pointer outlives its scope.
+        sqlite3_reset(raw)
+        try bind(entity.collection, at: 1, of: statement)
+        try bind(entity.id, at: 2, of: statement)
+        try check(sqlite3_bind_int64(raw, 3, entity.version), binding: 3, of: statement)
+        try writer.bytes.withUnsafeBufferPointer { bytes in
+            // A zero-length text still needs a non-null pointer (null binds NULL, which the column refuses).
+            let code = bytes.withMemoryRebound(to: CChar.self) { chars in
+                sqlite3_bind_text(raw, 4, chars.baseAddress ?? emptyText, CInt(chars.count), sqliteTransient)
+            }
+            try check(code, binding: 4, of: statement)
+        }
+        try bind(entity.createdAt, at: 5, of: statement)
+        try bind(entity.updatedAt, at: 6, of: statement)
+        try check(sqlite3_bind_int64(raw, 7, entity.deleted ? 1 : 0), binding: 7, of: statement)
+        try check(sqlite3_bind_double(raw, 8, Date().timeIntervalSince1970), binding: 8, of: statement)
+        if let topicSeq {
+            try check(sqlite3_bind_int64(raw, 9, topicSeq), binding: 9, of: statement)
+        } else {
+            try check(sqlite3_bind_null(raw, 9), binding: 9, of: statement)
+        }
+        var code = sqlite3_step(raw)
+        while code == SQLITE_ROW { code = sqlite3_step(raw) }
+        guard code == SQLITE_DONE else {
+            let message = String(cString: sqlite3_errmsg(db.sqliteConnection))
+            sqlite3_reset(raw)
+            sqlite3_clear_bindings(raw)
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: upsertSQL)
+        }
+        let wrote = db.changesCount > 0
+        sqlite3_reset(raw)
+        sqlite3_clear_bindings(raw)
+        return wrote
+    }
+
+    /// ``upsert(_:topicSeq:in:)``'s statement: the row unless the cache holds the same or a higher version.
+    static let upsertSQL = """
+        INSERT INTO entity (collection, id, version, data, createdAt, updatedAt, deleted, lastAccess, topicSeq)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (collection, id) DO UPDATE SET
+            version = excluded.version, data = excluded.data, createdAt = excluded.createdAt,
+            updatedAt = excluded.updatedAt, deleted = excluded.deleted, lastAccess = excluded.lastAccess,
+            topicSeq = CASE WHEN entity.topicSeq >= excluded.topicSeq OR excluded.topicSeq IS NULL
+                THEN entity.topicSeq ELSE excluded.topicSeq END
+        WHERE excluded.version > entity.version
+        """
+
+    /// SQLite's `SQLITE_TRANSIENT` (`(sqlite3_destructor_type)-1`, a macro Swift does not import): copy the value.
+    private static let sqliteTransient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
+
+    /// A pointer to bind an empty text with (null would bind NULL).
+    private static var emptyText: UnsafePointer<CChar> {
+        UnsafeRawPointer(("" as StaticString).utf8Start).assumingMemoryBound(to: CChar.self)
+    }
+
+    private static func bind(_ text: String, at index: CInt, of statement: Statement) throws {
+        var text = text
+        let code = text.withUTF8 { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { chars in
+                sqlite3_bind_text(statement.sqliteStatement, index, chars.baseAddress ?? emptyText, CInt(chars.count), sqliteTransient)
+            }
+        }
+        try check(code, binding: index, of: statement)
+    }
+
+    /// A binding's result: binding fails only for an index out of range or a value too large.
+    private static func check(_ code: CInt, binding index: CInt, of statement: Statement) throws {
+        guard code != SQLITE_OK else { return }
+        throw DatabaseError(resultCode: ResultCode(rawValue: code), message: "binding the value at \(index)", sql: upsertSQL)
     }
 
     /// How many objects the cache holds (a read: beside the writer, not waiting for it).
