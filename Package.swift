@@ -83,7 +83,7 @@ let package = Package(
                 "LiveCloudAPI", "LiveJSON", "LiveChangeSet", "LiveSQLite", "LiveEventLoops",
                 server("GRDB", "GRDB.swift"),
                 // SQLite's C interface, for the one statement the engine binds itself (`CacheStore.upsert`).
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                server("GRDBSQLite", "GRDB.swift"),
                 server("AsyncHTTPClient", "async-http-client"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
