@@ -44,6 +44,11 @@ private var canStartJournald: Bool {
         let daemonPID = try #require(cluster.daemonPID)
         // The session and the link are up (their events are among those checked below).
         try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        // Its entry is written once the engine's status reaches the log (a task of its own): waited for in the
+        // journal itself, or a stop right after could come first.
+        try await eventually("the cloud-connected entry in the journal") {
+            try Self.journalEntries(pid: daemonPID).contains { $0["MESSAGE_ID"] == "3cc3d1bc57be4f17af9bc4d70c17a152" }
+        }
         try await RawConnection.with(cluster.socketPath) { raw in
             try await raw.send(#"{"jsonrpc":"2.0","id":1,"method":"object.observe","params":{"collection":"notes","id":"j"}}"#)
             _ = try await raw.next()
