@@ -172,18 +172,10 @@ enum ForwarderFloor {
     /// The text of a frame's `"topic":"…"` member, found by scanning its bytes (the cloud's topics need no escape).
     static func topicText(of frame: ByteBuffer) -> String? {
         frame.withUnsafeReadableBytes { bytes -> String? in
-            let needle = topicMember
-            guard bytes.count > needle.count else { return nil }
-            var index = 0
-            while index <= bytes.count - needle.count {
-                if bytes[index] == needle[0], needle.indices.allSatisfy({ bytes[index + $0] == needle[$0] }) {
-                    let start = index + needle.count
-                    guard let end = bytes[start...].firstIndex(of: UInt8(ascii: "\"")) else { return nil }
-                    return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
-                }
-                index += 1
-            }
-            return nil
+            guard let at = LineScanner.find(topicMember, in: bytes) else { return nil }
+            let start = at + topicMember.count
+            guard let end = bytes[start...].firstIndex(of: UInt8(ascii: "\"")) else { return nil }
+            return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
         }
     }
 }

@@ -599,22 +599,22 @@ package final class CacheStore: Sendable {
         sqlite3_reset(raw)
         try bind(entity.collection, at: 1, of: statement)
         try bind(entity.id, at: 2, of: statement)
-        try check(sqlite3_bind_int64(raw, 3, entity.version), binding: 3, of: statement)
+        try check(sqlite3_bind_int64(raw, 3, entity.version), binding: 3)
         try writer.bytes.withUnsafeBufferPointer { bytes in
             // A zero-length text still needs a non-null pointer (null binds NULL, which the column refuses).
             let code = bytes.withMemoryRebound(to: CChar.self) { chars in
                 sqlite3_bind_text(raw, 4, chars.baseAddress ?? emptyText, CInt(chars.count), sqliteTransient)
             }
-            try check(code, binding: 4, of: statement)
+            try check(code, binding: 4)
         }
         try bind(entity.createdAt, at: 5, of: statement)
         try bind(entity.updatedAt, at: 6, of: statement)
-        try check(sqlite3_bind_int64(raw, 7, entity.deleted ? 1 : 0), binding: 7, of: statement)
-        try check(sqlite3_bind_double(raw, 8, Date().timeIntervalSince1970), binding: 8, of: statement)
+        try check(sqlite3_bind_int64(raw, 7, entity.deleted ? 1 : 0), binding: 7)
+        try check(sqlite3_bind_double(raw, 8, Date().timeIntervalSince1970), binding: 8)
         if let topicSeq {
-            try check(sqlite3_bind_int64(raw, 9, topicSeq), binding: 9, of: statement)
+            try check(sqlite3_bind_int64(raw, 9, topicSeq), binding: 9)
         } else {
-            try check(sqlite3_bind_null(raw, 9), binding: 9, of: statement)
+            try check(sqlite3_bind_null(raw, 9), binding: 9)
         }
         var code = sqlite3_step(raw)
         while code == SQLITE_ROW { code = sqlite3_step(raw) }
@@ -657,11 +657,11 @@ package final class CacheStore: Sendable {
                 sqlite3_bind_text(statement.sqliteStatement, index, chars.baseAddress ?? emptyText, CInt(chars.count), sqliteTransient)
             }
         }
-        try check(code, binding: index, of: statement)
+        try check(code, binding: index)
     }
 
     /// A binding's result: binding fails only for an index out of range or a value too large.
-    private static func check(_ code: CInt, binding index: CInt, of statement: Statement) throws {
+    private static func check(_ code: CInt, binding index: CInt) throws {
         guard code != SQLITE_OK else { return }
         throw DatabaseError(resultCode: ResultCode(rawValue: code), message: "binding the value at \(index)", sql: upsertSQL)
     }
