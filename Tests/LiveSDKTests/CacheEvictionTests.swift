@@ -144,7 +144,14 @@ import Testing
             CacheStore.QueryResult(ids: ["a"], hasNext: false, hasPrevious: false, count: 1, seq: 1),
             entities: [Self.entity("a", version: 11)]
         )
-        try await cache.appendResultPage("q", [Self.entity("a", version: 11)], complete: true, count: 1)
+        try await cache.appendResultPage(
+            "q",
+            CollectionQuery(collection: "c"),
+            after: nil,
+            [Self.entity("a", version: 11)],
+            complete: true,
+            count: 1
+        )
         #expect(try await cache.entity(EntityKey(collection: "c", id: "a")) == nil)
         // The same version or a later one is stored, and from then the row itself is what counts.
         #expect(try cache.storeNow(Self.entity("a", version: 12)))

@@ -2,10 +2,19 @@
 
 import GRDB
 import LiveCloudAPI
+import LiveJSON
 
 /// A query's result by position, in the cache: `resultItem` holds the ids of its first `filled` items in
-/// order (the entities are in the entity table), `resultIndex` how far that reaches, whether it is the whole
-/// result, and the result's count. Read by position with SQL, so the result is never held in memory.
+/// order, each with the value of the sort field it was placed by (the entities are in the entity table),
+/// `resultIndex` how far that reaches, whether it is the whole result, and the result's count. Read by
+/// position with SQL, so the result is never held in memory.
+///
+/// The index is kept sorted by the values it stores, not by the cache's entities: a change is in the cache
+/// before it is applied to the index (a batch of realtime events is stored, then applied one by one), so while
+/// it waits, the cache's copy of an item may sort elsewhere than the item's place. A place searched by the
+/// cache's copies then lands wrong and stays wrong once that change moves its item; searched by the stored
+/// values, each change lands where it belongs among the others as placed, and the index is the result once
+/// every change is applied.
 extension CacheStore {
     static func createResultIndexTables(_ db: Database) throws {
         try db.create(table: "resultIndex") { table in
@@ -22,6 +31,14 @@ extension CacheStore {
         }
         try db.create(index: "resultItemByPosition", on: "resultItem", columns: ["query", "position"])
         try db.create(index: "resultItemById", on: "resultItem", columns: ["query", "id"])
+    }
+
+    /// The value each item was placed by (`v10-result-item-sort-value`). An index is emptied when it opens, so
+    /// the items of a cache made before (which have none) are dropped with it.
+    static func addResultItemSortValues(_ db: Database) throws {
+        try db.execute(sql: "DELETE FROM resultItem")
+        try db.execute(sql: "DELETE FROM resultIndex")
+        try db.alter(table: "resultItem") { table in table.add(column: "sortValue", .text) }
     }
 
     /// How far a result index reaches.
@@ -64,42 +81,60 @@ extension CacheStore {
         try await readIndex { db in try Self.state(db, query) }
     }
 
-    /// The last item the index holds (to fetch the next page after it).
-    func lastResultItem(_ query: String, collection: String) async throws(LiveError) -> Entity? {
+    /// Where the last item the index holds was placed (to fetch the next page after it).
+    func lastResultPosition(_ query: String) async throws(LiveError) -> QueryPosition? {
         try await readIndex { db in
             let state = try Self.state(db, query)
             guard state.filled > 0 else { return nil }
-            return try Self.item(db, query, collection: collection, at: state.filled - 1)
+            return try Self.placedPosition(db, query, at: state.filled - 1)
         }
     }
 
     /// Appends a page fetched after the index's last item, and records whether it ends the result. Ids the
     /// index holds already (a change applied while the page was fetched) are not added twice.
-    package func appendResultPage(_ query: String, _ entities: [Entity], complete: Bool, count: Int) async throws(LiveError) {
+    ///
+    /// Each item is placed by the page's copy of it (the page is sorted by those): one the cache holds newer is
+    /// moved where it belongs by its change, applied again after the page.
+    ///
+    /// - Parameter last: where the last item the page was fetched after was placed (`nil`: from the first).
+    ///   When the index no longer ends there (a reset emptied it while the page was on its way, or that item
+    ///   left), the page does not follow what the index holds: it is not stored, and `false` is returned.
+    @discardableResult
+    package func appendResultPage(
+        _ query: String,
+        _ collectionQuery: CollectionQuery,
+        after last: QueryPosition?,
+        _ entities: [Entity],
+        complete: Bool,
+        count: Int
+    ) async throws(LiveError) -> Bool {
         try await writeIndex("filling") { db in
             var state = try Self.state(db, query)
+            let currentLast = state.filled > 0 ? try Self.placedPosition(db, query, at: state.filled - 1) : nil
+            guard currentLast == last else { return false }
             for entity in entities {
                 _ = try self.upsert(entity, in: db)
                 guard try Self.position(db, query, of: entity.id) == nil else { continue }
-                try db.execute(
-                    sql: "INSERT INTO resultItem (query, position, id) VALUES (?, ?, ?)",
-                    arguments: [query, state.filled, entity.id]
-                )
+                try Self.insertItem(db, query, collectionQuery.position(of: entity), at: state.filled)
                 state.filled += 1
             }
             state.complete = complete
             state.count = complete ? state.filled : max(count, state.filled)
             try Self.save(db, query, state)
+            return true
         }
     }
 
-    /// Applies a change of `entity` (as the cache now holds it) to the index of `query`: it leaves its place,
-    /// and when it matches, takes its sorted place if that is within the items the index holds (or at
-    /// their end when they are the whole result). Idempotent: applying it again changes nothing.
-    func applyToResultIndex(_ query: String, _ collectionQuery: CollectionQuery, _ entity: Entity) async throws(LiveError)
+    /// Applies a change of `changed`'s object to the index of `query`, as the cache now holds the object (a
+    /// copy older than the cache's, heard late on another topic, places it where the newest copy belongs;
+    /// `changed` itself only when the cache no longer holds it): it leaves its place, and when it matches,
+    /// takes its sorted place if that is within the items the index holds (or at their end when they are the
+    /// whole result). Idempotent: applying it again changes nothing.
+    func applyToResultIndex(_ query: String, _ collectionQuery: CollectionQuery, _ changed: Entity) async throws(LiveError)
         -> ResultIndexChange
     {
         try await writeIndex("updating") { db in
+            let entity = try Self.entity(db, changed.key) ?? changed
             var state = try Self.state(db, query)
             let wasThere: Bool
             if let old = try Self.position(db, query, of: entity.id) {
@@ -115,16 +150,14 @@ extension CacheStore {
             }
             let matches = collectionQuery.matches(entity)
             if matches {
-                // Binary search over the positions, reading each probe from the cache.
+                // Binary search over the positions, by the values the items were placed by.
                 let position = collectionQuery.position(of: entity)
                 var low = 0
                 var high = state.filled
                 while low < high {
                     let middle = (low + high) / 2
-                    guard let probe = try Self.item(db, query, collection: collectionQuery.collection, at: middle) else {
-                        return .entityMissing
-                    }
-                    if collectionQuery.areInIncreasingOrder(collectionQuery.position(of: probe), position) {
+                    guard let probe = try Self.placedPosition(db, query, at: middle) else { return .entityMissing }
+                    if collectionQuery.areInIncreasingOrder(probe, position) {
                         low = middle + 1
                     } else {
                         high = middle
@@ -135,10 +168,7 @@ extension CacheStore {
                         sql: "UPDATE resultItem SET position = position + 1 WHERE query = ? AND position >= ?",
                         arguments: [query, low]
                     )
-                    try db.execute(
-                        sql: "INSERT INTO resultItem (query, position, id) VALUES (?, ?, ?)",
-                        arguments: [query, low, entity.id]
-                    )
+                    try Self.insertItem(db, query, position, at: low)
                     state.filled += 1
                 }
             }
@@ -154,10 +184,23 @@ extension CacheStore {
         }
     }
 
-    /// The index's items at `positions` (clamped to what it holds), in order; `nil` when one of their
-    /// entities is no longer cached.
-    func resultItems(_ query: String, collection: String, _ positions: Range<Int>) async throws(LiveError) -> [Entity]? {
+    /// What reading a range of a result index found.
+    enum ResultItems: Sendable {
+        /// The items at the positions asked for, in order (fewer only where the whole result ends).
+        case items([Entity])
+        /// The index holds fewer items than asked for and is not the whole result (a change removed some,
+        /// or a reset emptied it, since it was filled): fill it again.
+        case short
+        /// An entity of the range is no longer cached (evicted).
+        case entityMissing
+    }
+
+    /// The index's items at `positions`, in order, read in one transaction with how far the index reaches,
+    /// so they are one state of it.
+    func resultItems(_ query: String, collection: String, _ positions: Range<Int>) async throws(LiveError) -> ResultItems {
         try await readIndex { db in
+            let state = try Self.state(db, query)
+            guard state.filled >= positions.upperBound || state.complete else { return .short }
             let ids = try String.fetchAll(
                 db,
                 sql: "SELECT id FROM resultItem WHERE query = ? AND position >= ? AND position < ? ORDER BY position",
@@ -166,10 +209,10 @@ extension CacheStore {
             var entities: [Entity] = []
             entities.reserveCapacity(ids.count)
             for id in ids {
-                guard let entity = try Self.entity(db, EntityKey(collection: collection, id: id)) else { return nil }
+                guard let entity = try Self.entity(db, EntityKey(collection: collection, id: id)) else { return .entityMissing }
                 entities.append(entity)
             }
-            return entities
+            return .items(entities)
         }
     }
 
@@ -192,15 +235,24 @@ extension CacheStore {
         try Int.fetchOne(db, sql: "SELECT position FROM resultItem WHERE query = ? AND id = ?", arguments: [query, id])
     }
 
-    private static func item(_ db: Database, _ query: String, collection: String, at position: Int) throws -> Entity? {
+    /// The id of the item at `position` and the sort value it was placed by (`nil`: no item there, or one
+    /// placed by a version that stored none).
+    private static func placedPosition(_ db: Database, _ query: String, at position: Int) throws -> QueryPosition? {
         guard
-            let id = try String.fetchOne(
-                db,
-                sql: "SELECT id FROM resultItem WHERE query = ? AND position = ?",
+            let row = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT id, sortValue FROM resultItem WHERE query = ? AND position = ?"),
                 arguments: [query, position]
-            )
+            ),
+            let sortValue = row[1] as String?
         else { return nil }
-        return try entity(db, EntityKey(collection: collection, id: id))
+        return QueryPosition(value: try CloudJSON.value(utf8: Array(sortValue.utf8)), id: row[0])
+    }
+
+    private static func insertItem(_ db: Database, _ query: String, _ placedBy: QueryPosition, at position: Int) throws {
+        var sortValue = JSONWriter()
+        try sortValue.write(placedBy.value)
+        try db.cachedStatement(sql: "INSERT INTO resultItem (query, position, id, sortValue) VALUES (?, ?, ?, ?)")
+            .execute(arguments: [query, position, placedBy.id, String(decoding: sortValue.bytes, as: UTF8.self)])
     }
 
     private func readIndex<T: Sendable>(_ body: @Sendable @escaping (Database) throws -> T) async throws(LiveError) -> T {

@@ -173,6 +173,7 @@ package final class CacheStore: Sendable {
             // write dirties anyway (a `checkpoint` row each was a second page in the WAL per realtime event).
             try db.alter(table: "entity") { table in table.add(column: "topicSeq", .integer) }
         }
+        migrator.registerMigration("v10-result-item-sort-value", migrate: addResultItemSortValues)
         return migrator
     }
 

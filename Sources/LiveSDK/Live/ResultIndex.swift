@@ -10,16 +10,17 @@ import LiveCloudAPI
 /// realtime topic (so no change falls between a fill and the changes applied to it) and starts empty, since
 /// changes made while it was closed were not seen. A resync of the topic empties it again; an entity of it
 /// evicted from the cache makes it start again too.
-actor ResultIndex {
-    enum Event: Sendable {
+package actor ResultIndex {
+    package enum Event: Sendable {
+        /// A change of this object (applied as the cache holds the object when it is applied).
         case changed(Entity)
         /// Continuity with the cloud was lost: start again from the first page.
         case reset
     }
 
-    typealias FetchPage = @Sendable (PageRequest, Int) async throws(LiveError) -> QueryPage
+    package typealias FetchPage = @Sendable (PageRequest, Int) async throws(LiveError) -> QueryPage
 
-    nonisolated let query: CollectionQuery
+    package nonisolated let query: CollectionQuery
     private let key: String
     private let cache: CacheStore
     private let fetchPage: FetchPage
@@ -30,11 +31,11 @@ actor ResultIndex {
     private var changesDuringFill: [Entity]?
     private var fillInProgress: Task<Void, any Error>?
     /// How many times the index started again (resync, eviction), for tests and logs.
-    private(set) var resets = 0
+    package private(set) var resets = 0
 
     /// - Parameters:
     ///   - acquireTopic: takes a reference on the collection's realtime topic (returning once subscribed).
-    init(query: CollectionQuery, cache: CacheStore, acquireTopic: @escaping @Sendable () async -> Void, fetchPage: @escaping FetchPage) {
+    package init(query: CollectionQuery, cache: CacheStore, acquireTopic: @escaping @Sendable () async -> Void, fetchPage: @escaping FetchPage) {
         self.query = query
         key = query.canonicalText
         self.cache = cache
@@ -51,10 +52,10 @@ actor ResultIndex {
     }
 
     /// A change of the collection (as the cache now holds it), or a reset; applied in order.
-    nonisolated func enqueue(_ event: Event) { events.yield(event) }
+    package nonisolated func enqueue(_ event: Event) { events.yield(event) }
 
     /// Stops applying changes and forgets the index (its topic reference is released by the caller).
-    func close() async {
+    package func close() async {
         events.finish()
         try? await cache.dropResultIndex(key)
     }
@@ -85,7 +86,7 @@ actor ResultIndex {
 
     /// How many objects match the query (the cloud's count as of the first page, adjusted by the changes
     /// seen since; exact once the whole result is in the index).
-    func count() async throws(LiveError) -> Int {
+    package func count() async throws(LiveError) -> Int {
         while true {
             let generation = resets
             try await fill(upTo: 1)
@@ -95,16 +96,17 @@ actor ResultIndex {
     }
 
     /// The objects at `positions` of the result (fewer when it ends before), in order.
-    func objects(in positions: Range<Int>) async throws(LiveError) -> [Entity] {
+    package func objects(in positions: Range<Int>) async throws(LiveError) -> [Entity] {
         for _ in 0..<5 {
             let generation = resets
             try await fill(upTo: positions.upperBound)
-            let items = try await cache.resultItems(key, collection: query.collection, positions)
-            // Emptied meanwhile (a resync: the realtime link came up after the index opened) or an entity
-            // evicted: read again from a fresh fill.
-            guard resets == generation else { continue }
-            if let items { return items }
-            try await reset()
+            // Read in one transaction with how far the index reaches: emptied since the fill (a resync: the
+            // realtime link came up after the index opened) or shortened by a change, it is filled again.
+            switch try await cache.resultItems(key, collection: query.collection, positions) {
+            case .items(let items) where resets == generation: return items
+            case .items, .short: continue
+            case .entityMissing: try await reset()
+            }
         }
         throw LiveError(
             code: .cacheFailure,
@@ -113,7 +115,7 @@ actor ResultIndex {
     }
 
     /// The whole result (this one holds it in memory: that is what it is asked for).
-    func allObjects() async throws(LiveError) -> [Entity] {
+    package func allObjects() async throws(LiveError) -> [Entity] {
         try await objects(in: 0..<Int.max)
     }
 
@@ -124,6 +126,9 @@ actor ResultIndex {
             try await prepared.value
             while true {
                 if let running = fillInProgress {
+                    // Cleared here too: its starter may not have run again yet, and a finished task's value
+                    // returns without suspending, so waiting on it again would spin on the actor.
+                    defer { if fillInProgress == running { fillInProgress = nil } }
                     try await running.value
                     continue
                 }
@@ -131,7 +136,7 @@ actor ResultIndex {
                 if state.filled >= count || state.complete { return }
                 let page = Task { try await self.fillPage() }
                 fillInProgress = page
-                defer { fillInProgress = nil }
+                defer { if fillInProgress == page { fillInProgress = nil } }
                 try await page.value
             }
         } catch let error as LiveError {
@@ -142,16 +147,21 @@ actor ResultIndex {
     }
 
     private func fillPage() async throws(LiveError) {
-        let last = try await cache.lastResultItem(key, collection: query.collection)
+        let generation = resets
+        let last = try await cache.lastResultPosition(key)
         changesDuringFill = []
         defer { changesDuringFill = nil }
-        let page = try await fetchPage(last.map { .after(query.position(of: $0)) } ?? .first, 100)
-        try await cache.appendResultPage(key, page.items, complete: page.nextCursor == nil, count: page.count)
+        let page = try await fetchPage(last.map { .after($0) } ?? .first, 100)
+        // A reset while the page was on its way (continuity lost: the page may predate changes never seen),
+        // or an index that no longer ends where the page starts (emptied, or its last item left): the page
+        // is not stored, and the fill looks again. Appended after the wrong item, it would stay wrong.
+        guard resets == generation,
+            try await cache.appendResultPage(key, query, after: last, page.items, complete: page.nextCursor == nil, count: page.count)
+        else { return }
         // A change applied while the page was on its way may be older than the page, or the page older than
         // it: applying it again puts the object where the cache's newest version of it belongs.
         for entity in changesDuringFill ?? [] {
-            guard let current = try await cache.entity(entity.key) else { continue }
-            if try await cache.applyToResultIndex(key, query, current) == .entityMissing { try await reset() }
+            if try await cache.applyToResultIndex(key, query, entity) == .entityMissing { try await reset() }
         }
     }
 }
