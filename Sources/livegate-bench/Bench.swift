@@ -158,6 +158,10 @@ struct Bench: AsyncParsableCommand {
 
         for count in counts {
             let pool = try await connectSubscribers(count, to: daemon)
+            // Fresh once read; its topic subscribed from the read just after. The load cloud replays nothing, so an
+            // update sent before that would never reach the daemon (a burst started at once lost its first
+            // updates, or all of them).
+            try await waitUntil("the daemon subscribed to the object's topic") { cloud.subscriptions(of: "o1") == 1 }
             say("  \(count) subscribers connected to livegated")
             rows.append(try await measure("livegated", pool: pool, burst: burst, rate: rate, process: daemon.child) { cloud.publish() })
             await pool.close()

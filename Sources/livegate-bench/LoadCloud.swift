@@ -143,6 +143,11 @@ final class LoadCloud: Sendable {
         state.withLock { $0.subscribers.values.filter { $0.ids.contains(id) }.count }
     }
 
+    /// How many of `ids` some realtime connection is subscribed to.
+    func subscribedCount(of ids: [String]) -> Int {
+        state.withLock { state in ids.count { id in state.subscribers.values.contains { $0.ids.contains(id) } } }
+    }
+
     /// Publishes one new version of `bench/<id>`, stamped with the time now; returns the stamp.
     @discardableResult
     func publish(id: String = "o1") -> UInt64 {

@@ -40,6 +40,12 @@ extension Bench {
         try await waitUntil("\(objects) tokens fresh", timeout: .seconds(120)) {
             zip(pools, perConnection).allSatisfy { $0.receptions[0].markers >= $1 }
         }
+        // Each topic subscribed from its read just after the token was told fresh; the load cloud replays nothing, so an
+        // update sent before would be missed, and the next one a skip (a resync and a fetch, in the measured time).
+        let ids = (0..<objects).map { "s\($0)" }
+        try await waitUntil("the daemon subscribed to the \(objects) objects' topics", timeout: .seconds(120)) {
+            cloud.subscribedCount(of: ids) == objects
+        }
         say("many updates: \(objects) objects, one token each on \(connections) connections; \(rate) updates/s for \(seconds) s…")
         try await sendSpread(pools: pools, objects: objects, rate: rate, seconds: seconds, process: daemon.child, system: "livegated", cloud: cloud)
         for pool in pools { await pool.close() }
