@@ -131,7 +131,10 @@ final class LoadCloud: Sendable {
             router: router,
             // A batch of subscriptions is one message, as large as livegate-cloud takes (the default, 16 KiB, closed
             // the connection at the first batch of a few hundred topics).
-            server: .http1WebSocketUpgrade(webSocketRouter: router, configuration: .init(maxFrameSize: RealtimeClientBatch.maximumBytes)),
+            server: .http1WebSocketUpgrade(
+                webSocketRouter: router,
+                configuration: .init(ws: .init(maxFrameSize: RealtimeClientBatch.maximumBytes))
+            ),
             configuration: .init(address: .hostname("127.0.0.1", port: port)),
             eventLoopGroupProvider: .shared(eventLoopGroup),
             logger: Logger(label: "bench-cloud", factory: { _ in SwiftLogNoOpLogHandler() })
