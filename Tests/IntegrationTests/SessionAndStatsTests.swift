@@ -20,7 +20,14 @@ import Testing
             _ = try await client.next()
             try await client.send(#"{"jsonrpc":"2.0","id":2,"method":"session.state","params":{"watch":true}}"#)
             let answer = try await client.next()
-            #expect(answer == #"{"id":2,"jsonrpc":"2.0","result":{"connection":"connected","session":"established"}}"#)
+            // The cloud counts the realtime connection once upgraded, the daemon calls it connected once its handshake
+            // is done (a clean-clone CI run asked in between): connected, or told so next.
+            if answer == #"{"id":2,"jsonrpc":"2.0","result":{"connection":"connecting","session":"established"}}"# {
+                let connected = try await client.next()
+                #expect(connected == #"{"jsonrpc":"2.0","method":"session.changed","params":{"connection":"connected","session":"established"}}"#)
+            } else {
+                #expect(answer == #"{"id":2,"jsonrpc":"2.0","result":{"connection":"connected","session":"established"}}"#)
+            }
             // The cloud drops every realtime connection: the client hears the link go and come back.
             try await cluster.fault(#"{"dropConnections":true}"#)
             let lost = try await client.next()
