@@ -28,7 +28,11 @@ package enum ConnectionWarmUp {
         // waited here would never serve.
         channel.close(promise: nil)
         channel.embeddedEventLoop.run()
-        var frames = connection.inbound.makeAsyncIterator()
-        return try await frames.next()
+        // Read as a connection reads (``ClientConnection``); closed already, so the close that follows waits for
+        // nothing.
+        return try await connection.executeThenClose { inbound, _ in
+            var frames = inbound.makeAsyncIterator()
+            return try await frames.next()
+        }
     }
 }
