@@ -245,7 +245,7 @@ extension CacheStore {
             ),
             let sortValue = row[1] as String?
         else { return nil }
-        return QueryPosition(value: try CloudJSON.value(utf8: Array(sortValue.utf8)), id: row[0])
+        return QueryPosition(value: try CloudJSON.value(utf8: sortValue.utf8), id: row[0])
     }
 
     private static func insertItem(_ db: Database, _ query: String, _ placedBy: QueryPosition, at position: Int) throws {
