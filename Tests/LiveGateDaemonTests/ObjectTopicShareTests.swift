@@ -113,10 +113,10 @@ import struct LiveGateProtocol.ObjectChangedBody
         let loop = EmbeddedEventLoop()
         let outbox = ConnectionOutbox(maxQueuedBytes: 1 << 20, maxStall: .seconds(30), eventLoop: loop)
         let share = ObjectTopicShare(eventLoop: loop)
-        share.submit(.add(id: 1, subscriber(outbox, loop, token: 1), last: nil, answer: ByteBuffer(string: "observed1\n")))
+        share.submit(.add(id: 1, subscriber(outbox, loop, token: 1), last: nil, answer: .line(ByteBuffer(string: "observed1\n"))))
         share.submit(.deliver(change(1), try body(change(1))))  // a task is pending on the loop
         outbox.enqueue(ByteBuffer(string: "written\n"))  // another request's answer
-        share.submit(.add(id: 2, subscriber(outbox, loop, token: 2), last: change(1), answer: ByteBuffer(string: "observed2\n")))
+        share.submit(.add(id: 2, subscriber(outbox, loop, token: 2), last: change(1), answer: .line(ByteBuffer(string: "observed2\n"))))
         outbox.enqueue(ByteBuffer(string: "later\n"))  // the next request's answer
         share.submit(.deliver(change(2), try body(change(2))))
         #expect(outbox.take().chunks.isEmpty, "nothing happens off the loop")

@@ -25,4 +25,29 @@ import Testing
         #expect(String(buffer: kept) == "second")
         #expect(String(buffer: bodies.body(at: 0)) == "third")
     }
+
+    /// The first body of a batch taken as it is: no copy, and what follows it goes into storage of the batch's own,
+    /// leaving the body's holder as it was.
+    @Test func anAdoptedBodyIsNotCopiedAndNeverWrittenTo() {
+        let body = ByteBuffer(string: "first")
+        var bodies = SharedBodies()
+        bodies.append(body, adopting: true)
+        #expect(Self.address(bodies.bytes) == Self.address(body), "taken as it is")
+        #expect(String(buffer: bodies.body(at: 0)) == "first")
+        bodies.append(ByteBuffer(string: "second"), adopting: true)
+        #expect(String(buffer: bodies.body(at: 0)) == "first")
+        #expect(String(buffer: bodies.body(at: 1)) == "second")
+        #expect(Self.address(bodies.bytes) != Self.address(body), "the second body is not written into the first's storage")
+        #expect(String(buffer: body) == "first")
+        bodies.removeAll()
+        bodies.append(ByteBuffer(string: "third"))
+        #expect(String(buffer: bodies.body(at: 0)) == "third")
+        #expect(String(buffer: body) == "first")
+    }
+
+    /// A batch that was never given a body allocates nothing.
+    @Test func anEmptyBatchAllocatesNothing() {
+        let bodies = SharedBodies()
+        #expect(bodies.bytes.capacity == 0)
+    }
 }

@@ -171,7 +171,7 @@ package final class ObjectTopic: Sendable {
     /// answer giving it the token), when given. Returns the subscriber id and its share, which
     /// ``remove(_:from:)`` takes, or `nil` when the topic has closed meanwhile (the caller retries on a new
     /// topic; `answer` was not queued).
-    package func add(_ subscriber: Subscriber, answer: ByteBuffer? = nil) -> (id: Int, share: ObjectTopicShare)? {
+    package func add(_ subscriber: Subscriber, answer: LoopAnswer? = nil) -> (id: Int, share: ObjectTopicShare)? {
         state.withLock { state -> (Int, ObjectTopicShare)? in
             guard !state.closed else { return nil }
             state.nextID += 1

@@ -39,7 +39,7 @@ final class ObjectTopicHub: Sendable {
         eventLoop: any EventLoop,
         token: Int64,
         prefix: ByteBuffer,
-        answer: ByteBuffer? = nil,
+        answer: LoopAnswer? = nil,
         onFinished: @escaping @Sendable () -> Void
     ) async -> Subscription {
         var tokenOptions = options

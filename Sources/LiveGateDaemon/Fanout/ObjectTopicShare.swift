@@ -26,7 +26,7 @@ package final class ObjectTopicShare: Sendable {
         /// encoded then (a topic keeps its latest change, not its bytes: ~300 bytes an object, for joins only).
         /// `answer`, when given, is its connection's answer giving it its token, queued first: one task on the
         /// loop for an observation, not one for the answer and one for the join.
-        case add(id: Int, ObjectTopic.Subscriber, last: LiveObjectChange?, answer: ByteBuffer? = nil)
+        case add(id: Int, ObjectTopic.Subscriber, last: LiveObjectChange?, answer: LoopAnswer? = nil)
         case remove(id: Int)
 
         /// Whether the operation needs a task of its own, scheduled when it is queued (a joining token: see
@@ -44,6 +44,9 @@ package final class ObjectTopicShare: Sendable {
     }
 
     package static let maxQueuedChanges = 1024
+    /// Up to this many tokens on a loop, a task offers a change's body as the engine encoded it rather than a copy
+    /// of its own (``SharedBodies/append(_:adopting:)``).
+    static let adoptingTokens = 8
 
     let eventLoop: any EventLoop
     private let subscribers: NIOLoopBoundBox<IDTable<ObjectTopic.Subscriber>>
@@ -105,13 +108,20 @@ package final class ObjectTopicShare: Sendable {
         var facts: [ObjectTopic.ChangeFacts] = []
         var bodies = SharedBodies()
         subscribers.withValue { table in
+            // Copied into this loop's own buffer when many tokens here count references to it (one count shared
+            // by both loops was a contended word); a few take it as it is.
+            let adopting = table.count <= Self.adoptingTokens
+            // The usual task, one change: no arrays.
+            if operations.count == 1, case .deliver(let change, let body) = operations[0] {
+                bodies.append(body, adopting: adopting)
+                Self.deliver(CollectionOfOne(change), CollectionOfOne(ObjectTopic.ChangeFacts(change)), bodies, to: &table, finished: &finished)
+                return
+            }
             for operation in operations {
                 if case .deliver(let change, let body) = operation {
                     changes.append(change)
                     facts.append(ObjectTopic.ChangeFacts(change))
-                    // Copied into this loop's own buffer: the references counted while offering it are then
-                    // counted by this thread alone (one count shared by both loops was a contended word).
-                    bodies.append(body)
+                    bodies.append(body, adopting: adopting)
                     continue
                 }
                 // Changes waiting are delivered before a token joins or leaves.
@@ -122,7 +132,7 @@ package final class ObjectTopicShare: Sendable {
                 switch operation {
                 case .deliver: break
                 case .add(let id, var subscriber, let last, let answer):
-                    if let answer { subscriber.outbox.enqueueOnLoop(answer) }
+                    if let answer { subscriber.outbox.enqueueOnLoop(answer.bytes()) }
                     // The change was encoded when it was emitted (and logged there had that failed).
                     if let last, subscriber.admits(last), let body = try? NotificationFrame.body(ObjectChangedBody(last)) {
                         if let notice = subscriber.gapNotice(before: last) {
@@ -147,13 +157,13 @@ package final class ObjectTopicShare: Sendable {
     /// Offers `changes` to every token of this loop, each the ones its filter admits, in order; once-tokens
     /// that fired leave. Token by token, not change by change: a token's changes are queued with one lock on
     /// its connection's outbox, so a loop that fell behind catches up with less work per change.
-    private static func deliver(
-        _ changes: [LiveObjectChange],
-        _ facts: [ObjectTopic.ChangeFacts],
+    private static func deliver<Changes: RandomAccessCollection<LiveObjectChange>, Facts: RandomAccessCollection<ObjectTopic.ChangeFacts>>(
+        _ changes: Changes,
+        _ facts: Facts,
         _ bodies: SharedBodies,
         to table: inout IDTable<ObjectTopic.Subscriber>,
         finished: inout [@Sendable () -> Void]
-    ) {
+    ) where Changes.Index == Int, Facts.Index == Int {
         var finishedIDs: [Int] = []
         var admitted: [Int] = []
         admitted.reserveCapacity(changes.count)

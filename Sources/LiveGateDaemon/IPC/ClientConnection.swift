@@ -317,16 +317,15 @@ final class ClientConnection: Sendable {
         respond(id: id) { try WireJSON.bytes(RPCResponse(id: id, result: result)) }
     }
 
-    /// An answer that writes itself, as the line to queue on the connection's loop by a task going there anyway
-    /// (a token's join: ``ObjectTopicHub/subscribe(key:options:sinceVersion:fields:outbox:eventLoop:token:prefix:answer:onFinished:)``);
-    /// `nil` when it was answered otherwise: kept for its batch's array, or refused by the encoder (an error
-    /// answer sent instead).
-    func answerLine(result: some WireWritable, id: RequestID) -> ByteBuffer? {
-        guard batchAnswers.withLock({ $0 == nil }), let bytes = try? WireJSON.bytes(RPCResponse(id: id, result: result)) else {
-            respond(result: result, id: id)
+    /// A new token's answer, for a task going to the connection's loop anyway to queue there (a token's join:
+    /// ``ObjectTopicHub/subscribe(key:options:sinceVersion:fields:outbox:eventLoop:token:prefix:answer:onFinished:)``);
+    /// `nil` when it was answered otherwise: kept for its batch's array.
+    func tokenAnswer(_ token: Int64, id: RequestID) -> LoopAnswer? {
+        guard batchAnswers.withLock({ $0 == nil }) else {
+            respond(result: TokenResult(token: token), id: id)
             return nil
         }
-        return Self.line(bytes)
+        return .token(token, id: id)
     }
 
     private func respond(id: RequestID, encoded: () throws -> [UInt8]) {

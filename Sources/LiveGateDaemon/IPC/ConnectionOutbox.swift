@@ -185,7 +185,7 @@ package final class ConnectionOutbox: Sendable {
                 bodies.bytes.withUnsafeReadableBytes { all in
                     prefix.withUnsafeReadableBytes { prefixBytes in
                         func notification(_ index: Int) -> UnsafeRawBufferPointer {
-                            UnsafeRawBufferPointer(rebasing: all[bodies.ranges[admitted?[index] ?? index]])
+                            UnsafeRawBufferPointer(rebasing: all[bodies.range(at: admitted?[index] ?? index)])
                         }
                         var next = 0
                         while next < count {

@@ -221,7 +221,7 @@ struct RequestHandler {
         let token = connection.allocateToken()
         // The answer is queued by the token's join, in the same task on the connection's loop, first: it
         // precedes the token's first notification, and follows the answers before it.
-        let answer = connection.answerLine(result: TokenResult(token: token), id: id)
+        let answer = connection.tokenAnswer(token, id: id)
         let connection = self.connection
         let subscription = await context.hub.subscribe(
             key: key,
