@@ -319,13 +319,14 @@ final class ClientConnection: Sendable {
 
     /// A new token's answer, for a task going to the connection's loop anyway to queue there (a token's join:
     /// ``ObjectTopicHub/subscribe(key:options:sinceVersion:fields:outbox:eventLoop:token:prefix:answer:onFinished:)``);
-    /// `nil` when it was answered otherwise: kept for its batch's array.
+    /// `nil` when it was answered otherwise, as any answer is (queued now, so still before the join): kept for its
+    /// batch's array, or a request whose id is not an integer (rare: the encoder writes it).
     func tokenAnswer(_ token: Int64, id: RequestID) -> LoopAnswer? {
-        guard batchAnswers.withLock({ $0 == nil }) else {
+        guard batchAnswers.withLock({ $0 == nil }), case .number(let number) = id else {
             respond(result: TokenResult(token: token), id: id)
             return nil
         }
-        return .token(token, id: id)
+        return .token(token, id: number)
     }
 
     private func respond(id: RequestID, encoded: () throws -> [UInt8]) {

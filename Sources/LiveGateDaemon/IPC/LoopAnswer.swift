@@ -12,33 +12,22 @@ import NIOCore
 package enum LoopAnswer: Sendable {
     /// A complete line, `\n` included.
     case line(ByteBuffer)
-    /// `{"id":…,"jsonrpc":"2.0","result":{"token":…}}` and `\n`: the same bytes as ``RPCResponse`` of a
-    /// ``TokenResult`` through ``WireJSON``.
-    case token(Int64, id: RequestID)
+    /// `{"id":…,"jsonrpc":"2.0","result":{"token":…}}` and `\n` for a numeric id: the same bytes as ``RPCResponse``
+    /// of a ``TokenResult`` through ``WireJSON`` (a request with any other id is answered as every answer is).
+    case token(Int64, id: Int64)
 
     /// The line to queue.
     package func bytes() -> ByteBuffer {
         switch self {
         case .line(let line):
             return line
-        case .token(let token, .number(let id)):
+        case .token(let token, let id):
             var line = ByteBufferAllocator().buffer(capacity: 64)
             line.writeStaticString("{\"id\":")
             line.writeString(String(id))
             line.writeStaticString(",\"jsonrpc\":\"2.0\",\"result\":{\"token\":")
             line.writeString(String(token))
             line.writeStaticString("}}\n")
-            return line
-        case .token(let token, let id):
-            // A string, fractional or null id: rare, written by the protocol's encoder.
-            let bytes =
-                (try? WireJSON.bytes(RPCResponse(id: id, result: TokenResult(token: token))))
-                ?? (try? WireJSON.bytes(
-                    RPCErrorResponse(id: id, error: RPCError(code: .internalError, message: "the daemon could not encode its answer; see its log"))
-                )) ?? []
-            var line = ByteBufferAllocator().buffer(capacity: bytes.count + 1)
-            line.writeBytes(bytes)
-            line.writeStaticString("\n")
             return line
         }
     }

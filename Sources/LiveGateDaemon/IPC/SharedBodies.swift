@@ -33,15 +33,10 @@ package struct SharedBodies {
         position == 0 ? first! : others[position - 1]
     }
 
-    /// Adds `body` after the others, copied into this batch's buffer.
-    package mutating func append(_ body: ByteBuffer) {
-        append(body, adopting: false)
-    }
-
-    /// Adds `body` after the others; the first one of a batch whose buffer was never allocated is taken as it is
-    /// when `adopting` (no copy: its storage is then shared with whoever else holds `body`, and a later body
-    /// appended copies both into storage of this batch's own).
-    package mutating func append(_ body: ByteBuffer, adopting: Bool) {
+    /// Adds `body` after the others, copied into this batch's buffer; the first one of a batch whose buffer was
+    /// never allocated is taken as it is when `adopting` (no copy: its storage is then shared with whoever else
+    /// holds `body`, and a later body appended copies both into storage of this batch's own).
+    package mutating func append(_ body: ByteBuffer, adopting: Bool = false) {
         if adopting, first == nil, bytes.capacity == 0 {
             bytes = body
             first = 0..<body.readableBytes
