@@ -286,51 +286,108 @@ package final class CacheStore: Sendable {
         }
     }
 
-    /// The cached copies of `keys` and the checkpoints of their object topics (in their order), in one read
+    /// The cached copies of `keys` and the checkpoints of their object topics (both in their order), in one read
     /// transaction (a reader's, not the writer's: it waits for no write, and one snapshot holds the copies and
     /// the checkpoints): what a burst of new observations starts from. Their access time is recorded when the
     /// engine activates them (``touch(_:)``), after the burst's cached answers.
-    package func starts(of keys: [EntityKey]) async throws(LiveError) -> (entities: [EntityKey: Entity], checkpoints: [Int64?]) {
+    ///
+    /// A cached object's checkpoints come with its row: the one kept in the row and, by a subquery on the
+    /// `checkpoint` table's key, one kept apart (of a fetch that found the object older than the copy held, or
+    /// written by a version before `v9-entity-topic-seq`). Only the keys with no row are looked up in the table
+    /// apart. Each row finds its place by its id, within its collection's keys: a burst of 10,000 built a topic's
+    /// name and hashed four keys an object here, a third of this read.
+    package func starts(of keys: [EntityKey]) async throws(LiveError) -> (entities: [Entity?], checkpoints: [Int64?]) {
         do {
             return try await pool.read { db in
-                var entities: [EntityKey: Entity] = [:]
-                var rowCheckpoints: [EntityKey: Int64] = [:]
-                entities.reserveCapacity(keys.count)
-                for list in Self.idLists(keys) {
-                    // The rows read in place, not copied; the topic's checkpoint after the entity's columns.
+                let layout = StartLayout(keys)
+                var entities = [Entity?](repeating: nil, count: keys.count)
+                var checkpoints = [Int64?](repeating: nil, count: keys.count)
+                var found = [Bool](repeating: false, count: keys.count)
+                for group in layout.groups {
+                    for start in stride(from: 0, to: group.ids.count, by: Self.idListLimit) {
+                        let ids = Self.paddedIDList(Array(group.ids[start..<min(start + Self.idListLimit, group.ids.count)]))
+                        // The rows read in place, not copied; the checkpoints after the entity's columns.
+                        let rows = try Row.fetchCursor(
+                            db.cachedStatement(
+                                sql: """
+                                    SELECT \(Self.entityColumns), topicSeq, \
+                                    (SELECT seq FROM checkpoint WHERE topic = 'object:' || entity.collection || '/' || entity.id) \
+                                    FROM entity WHERE collection = ? AND id IN (\(Self.placeholders(ids.count)))
+                                    """
+                            ),
+                            arguments: StatementArguments([group.collection] + ids)
+                        )
+                        while let row = try rows.next() {
+                            guard let position = group.positions[row[1] as String] else { continue }
+                            entities[position] = try Self.entity(from: row)
+                            checkpoints[position] = Self.later(row[Self.entityColumnCount], row[Self.entityColumnCount + 1])
+                            found[position] = true
+                        }
+                    }
+                }
+                // Checkpoints of objects not cached: of an object the cloud did not have when fetched.
+                var missing: [String: Int] = [:]
+                for group in layout.groups {
+                    for position in group.positions.values where !found[position] {
+                        missing[Topic.object(keys[position]).description] = position
+                    }
+                }
+                let topics = Array(missing.keys)
+                for start in stride(from: 0, to: topics.count, by: Self.idListLimit) {
+                    let list = Self.paddedIDList(Array(topics[start..<min(start + Self.idListLimit, topics.count)]))
                     let rows = try Row.fetchCursor(
-                        db.cachedStatement(
-                            sql: "SELECT \(Self.entityColumns), topicSeq FROM entity WHERE collection = ? AND id IN (\(list.marks))"
-                        ),
-                        arguments: StatementArguments([list.collection] + list.ids)
+                        db.cachedStatement(sql: "SELECT topic, seq FROM checkpoint WHERE topic IN (\(Self.placeholders(list.count)))"),
+                        arguments: StatementArguments(list)
                     )
                     while let row = try rows.next() {
-                        let entity = try Self.entity(from: row)
-                        entities[entity.key] = entity
-                        if let seq = row[Self.entityColumnCount] as Int64? { rowCheckpoints[entity.key] = seq }
+                        if let position = missing[row[0] as String] { checkpoints[position] = row[1] }
                     }
                 }
-                // Checkpoints kept apart from a row: of an object the cloud did not have when fetched, or written by
-                // a version before `v9-entity-topic-seq`.
-                var tableCheckpoints: [String: Int64] = [:]
-                let topics = keys.map { Topic.object($0).description }
-                for start in stride(from: 0, to: topics.count, by: 500) {
-                    let chunk = Array(topics[start..<min(start + 500, topics.count)])
-                    let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-                    for row in try Row.fetchAll(
-                        db,
-                        sql: "SELECT topic, seq FROM checkpoint WHERE topic IN (\(marks))",
-                        arguments: StatementArguments(chunk)
-                    ) {
-                        tableCheckpoints[row["topic"]] = row["seq"]
-                    }
+                for (position, first) in layout.repeats {
+                    entities[position] = entities[first]
+                    checkpoints[position] = checkpoints[first]
                 }
-                let checkpoints = zip(keys, topics).map { key, topic in Self.later(rowCheckpoints[key], tableCheckpoints[topic]) }
                 return (entities, checkpoints)
             }
         } catch {
             throw monitor.failure(error, doing: "reading \(keys.count) objects from the cache", path: path)
         }
+    }
+
+    /// Where each of the keys ``starts(of:)`` reads goes in its answer: their ids by collection, each with its
+    /// position (the first, for a key asked for more than once). Consecutive keys of one collection (a burst's, as
+    /// a rule) compare its name rather than hash it.
+    struct StartLayout {
+        var groups: [(collection: String, ids: [String], positions: [String: Int])] = []
+        /// Keys asked for again: the position, and that of the first time.
+        var repeats: [(position: Int, first: Int)] = []
+
+        init(_ keys: [EntityKey]) {
+            var groupOf: [String: Int] = [:]
+            var current = -1
+            for (position, key) in keys.enumerated() {
+                if current < 0 || groups[current].collection != key.collection {
+                    if let existing = groupOf[key.collection] {
+                        current = existing
+                    } else {
+                        current = groups.count
+                        groupOf[key.collection] = current
+                        groups.append((key.collection, [], [:]))
+                    }
+                }
+                if let first = groups[current].positions.updateValue(position, forKey: key.id) {
+                    groups[current].positions[key.id] = first
+                    repeats.append((position, first))
+                } else {
+                    groups[current].ids.append(key.id)
+                }
+            }
+        }
+    }
+
+    /// `count` SQL parameters, comma-separated.
+    static func placeholders(_ count: Int) -> String {
+        Array(repeating: "?", count: count).joined(separator: ",")
     }
 
     /// Records that `keys` were used now (those the cache holds), as ``entity(_:)`` does for one: eviction takes
@@ -350,10 +407,10 @@ package final class CacheStore: Sendable {
         }
     }
 
-    /// The most ids an `IN` list of ``starts(of:)`` and ``touch(_:)`` holds.
+    /// The most ids (or topics) an `IN` list of ``starts(of:)`` and ``touch(_:)`` holds.
     package static let idListLimit = 512
 
-    /// `keys` as the `IN` lists of ``starts(of:)`` and ``touch(_:)``: by collection, at most ``idListLimit`` ids
+    /// `keys` as the `IN` lists of ``touch(_:)``: by collection, at most ``idListLimit`` ids
     /// each (SQLite takes at most 32,766 parameters a statement), padded (``paddedIDList(_:)``), with their
     /// placeholders.
     static func idLists(_ keys: [EntityKey]) -> [(collection: String, ids: [String], marks: String)] {

@@ -101,30 +101,34 @@ extension LiveClient {
             let batch = Array(startWaiters.prefix(taken))
             startWaiters.removeFirst(taken)
             if startWaiters.isEmpty { startWaiters = [] }  // the storage a burst grew it to, given back
-            var keys: [EntityKey] = []
-            keys.reserveCapacity(keyCount)
-            var seen = Set<EntityKey>(minimumCapacity: keyCount)
-            for waiter in batch { for key in waiter.keys where seen.insert(key).inserted { keys.append(key) } }
-            let outcome: Result<[EntityKey: ObservationStart], LiveError>
+            // The waiters' keys one after another: a key two of them ask for is read once (``CacheStore/starts(of:)``
+            // places a repeated key's start from its first).
+            let keys = batch.count == 1 ? batch[0].keys : batch.flatMap(\.keys)
+            let outcome: Result<[ObservationStart], LiveError>
             do {
                 let read = try await cache.starts(of: keys)
-                let pending = Dictionary(grouping: try await outbox.entries(), by: \.key)
-                var starts: [EntityKey: ObservationStart] = Dictionary(minimumCapacity: keys.count)
+                let entries = try await outbox.entries()
+                let pending = entries.isEmpty ? [:] : Dictionary(grouping: entries, by: \.key)
+                var starts: [ObservationStart] = []
+                starts.reserveCapacity(keys.count)
                 for (index, key) in keys.enumerated() {
-                    starts[key] = ObservationStart(
-                        cached: read.entities[key],
-                        checkpoint: read.checkpoints[index],
-                        pending: pending[key].map { $0.filter { !doneButQueued.contains($0.id) } } ?? []
+                    starts.append(
+                        ObservationStart(
+                            cached: read.entities[index],
+                            checkpoint: read.checkpoints[index],
+                            pending: pending.isEmpty ? [] : pending[key].map { $0.filter { !doneButQueued.contains($0.id) } } ?? []
+                        )
                     )
                 }
                 outcome = .success(starts)
             } catch {
                 outcome = .failure(error)
             }
+            var offset = 0
             for waiter in batch {
-                waiter.continuation.resume(
-                    returning: outcome.map { starts in waiter.keys.map { starts[$0] ?? ObservationStart(pending: []) } }
-                )
+                let range = offset..<offset + waiter.keys.count
+                offset = range.upperBound
+                waiter.continuation.resume(returning: outcome.map { starts in batch.count == 1 ? starts : Array(starts[range]) })
             }
         }
     }

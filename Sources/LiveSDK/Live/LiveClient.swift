@@ -376,7 +376,7 @@ public actor LiveClient {
                 }
                 // One with nothing cached has nothing to tell before its read, and one whose observer waits for
                 // fresh data waits for its read: those go out at once.
-                let atOnce = activatingAtOnce.remove(observation.key) != nil
+                let atOnce = !activatingAtOnce.isEmpty && activatingAtOnce.remove(observation.key) != nil
                 if start?.cached == nil || atOnce {
                     commandSink.yield(.activate(observation.key))
                 } else {
