@@ -48,6 +48,13 @@ public enum CloudJSON {
     public static func value(utf8 bytes: some Collection<UInt8>) throws -> JSONValue {
         try decode(JSONValue.self, from: bytes, direct: { $0 })
     }
+
+    /// ``value(utf8:)-(some Collection<UInt8>)`` of bytes in place (a cache row's column, as SQLite holds it):
+    /// parsed with no generic hop, what the parser refuses going the general way, with its errors.
+    public static func value(utf8 bytes: UnsafeRawBufferPointer) throws -> JSONValue {
+        if let value = try? JSONValue(parsing: bytes) { return value }
+        return try decode(JSONValue.self, from: Array(bytes), direct: { $0 })
+    }
 }
 
 extension CloudJSON {

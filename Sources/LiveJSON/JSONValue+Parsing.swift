@@ -33,6 +33,12 @@ extension JSONValue {
         self = try parsed.get()
     }
 
+    /// ``init(parsing:)-(some Collection<UInt8>)`` of bytes in place, with no generic hop (a caller in another
+    /// module reaches the generic one unspecialised).
+    public init(parsing bytes: UnsafeRawBufferPointer) throws(JSONParseError) {
+        self = try Self.parse(bytes).get()
+    }
+
     /// Parses one JSON document held in `text`.
     public init(parsing text: String) throws(JSONParseError) {
         var text = text

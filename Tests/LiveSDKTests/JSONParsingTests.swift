@@ -18,6 +18,22 @@ import Testing
         let expected = try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
         #expect(try JSONValue(parsing: text) == expected)
         #expect(try JSONValue(parsing: Array(text.utf8)) == expected)
+        #expect(try Array(text.utf8).withUnsafeBytes { try JSONValue(parsing: $0) } == expected)
+        // As the cache reads a row's data: in place, and the same as through a collection.
+        #expect(try Array(text.utf8).withUnsafeBytes { try CloudJSON.value(utf8: $0) } == CloudJSON.value(utf8: Array(text.utf8)))
+    }
+
+    /// What the parser refuses, the cache's in-place read (``CloudJSON/value(utf8:)-(UnsafeRawBufferPointer)``) refuses
+    /// too (or reads, as `JSONDecoder` would), as the read through a collection does.
+    @Test(arguments: notJSON) func inPlaceReadsRefuseWhatCollectionReadsRefuse(_ bytes: [UInt8]) {
+        let general = Result { try CloudJSON.value(utf8: bytes) }
+        let inPlace = Result { try bytes.withUnsafeBytes { try CloudJSON.value(utf8: $0) } }
+        switch (general, inPlace) {
+        case (.success(let a), .success(let b)): #expect(a == b)
+        case (.failure(let a), .failure(let b)): #expect(String(describing: a) == String(describing: b))
+        default: Issue.record("\(bytes): \(general) in general, \(inPlace) in place")
+        }
+        #expect(throws: JSONParseError.self) { try bytes.withUnsafeBytes { try JSONValue(parsing: $0) } }
     }
 
     static let notJSON: [[UInt8]] =
