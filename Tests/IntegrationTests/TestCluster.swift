@@ -206,6 +206,13 @@ final class TestCluster: Sendable {
         environment["NOTIFY_SOCKET"] = notifySocketPath
         environment.merge(extra) { _, new in new }
         process.environment = environment
+        // The log of the daemon started before, if any, kept beside as daemon.log.1, .2, ... (read with
+        // LIVEGATE_KEEP_TEST_DIRS when a restart misbehaves); daemon.log is this daemon's alone.
+        if let size = try? FileManager.default.attributesOfItem(atPath: directory + "/daemon.log")[.size] as? Int, size > 0 {
+            var life = 1
+            while FileManager.default.fileExists(atPath: directory + "/daemon.log.\(life)") { life += 1 }
+            try FileManager.default.moveItem(atPath: directory + "/daemon.log", toPath: directory + "/daemon.log.\(life)")
+        }
         guard FileManager.default.createFile(atPath: directory + "/daemon.log", contents: nil) else {
             throw ClusterError("cannot create \(directory)/daemon.log")
         }
@@ -336,6 +343,7 @@ final class TestCluster: Sendable {
         }
     }
 
+    /// What the daemon started last logged (the ones before it: daemon.log.1, .2, ...).
     var daemonLog: String { (try? String(contentsOfFile: directory + "/daemon.log", encoding: .utf8)) ?? "" }
     var cloudLog: String { (try? String(contentsOfFile: directory + "/cloud.log", encoding: .utf8)) ?? "" }
 
