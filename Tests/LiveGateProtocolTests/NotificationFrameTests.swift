@@ -62,7 +62,8 @@ import Testing
             switch next() % (depth > 2 ? 4 : 6) {
             case 0: .null
             case 1: .bool(next() % 2 == 0)
-            case 2: .number(pick([0, -0.0, 7, -3, 2.5, 1e21, 1e-7, 9_007_199_254_740_993, Double(Int64(bitPattern: next())), .infinity]))
+            // 0x1p53: 2^53, what the literal 9_007_199_254_740_993 was rounded to.
+            case 2: .number(pick([0, -0.0, 7, -3, 2.5, 1e21, 1e-7, 0x1p53, Double(Int64(bitPattern: next())), .infinity]))
             case 3: .string(string())
             case 4: .array((0..<Int(next() % 3)).map { _ in value(depth + 1) })
             default: .object(Dictionary((0..<Int(next() % 4)).map { _ in (string(), value(depth + 1)) }, uniquingKeysWith: { a, _ in a }))

@@ -42,7 +42,8 @@ import Testing
             case 1: Double(Int64(bitPattern: next()))  // mostly beyond 2^53
             case 2: Double(next() % 10_000) / 100
             case 3: Double(bitPattern: next() & 0x7FEF_FFFF_FFFF_FFFF)  // any finite magnitude
-            case 4: pick([0.1, 1e-7, 1e21, 1e16, 5e-324, 1.7976931348623157e308, 123.456, 2.5e-8])
+            // The extremes: 5e-324 and 1.7976931348623157e308.
+            case 4: pick([0.1, 1e-7, 1e21, 1e16, .leastNonzeroMagnitude, .greatestFiniteMagnitude, 123.456, 2.5e-8])
             case 5: -0.0
             case 6: Double(next() % 1000) * 1e15
             default: -Double(next() % 1_000_000) / 7
