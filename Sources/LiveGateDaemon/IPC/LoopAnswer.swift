@@ -12,8 +12,8 @@ import NIOCore
 package enum LoopAnswer: Sendable {
     /// A complete line, `\n` included.
     case line(ByteBuffer)
-    /// `{"id":…,"jsonrpc":"2.0","result":{"token":…}}` and `\n` for a numeric id: the same bytes as ``RPCResponse``
-    /// of a ``TokenResult`` through ``WireJSON`` (a request with any other id is answered as every answer is).
+    /// A new token's answer to a request with an integer id (``TokenAnswerFrame``; a request with any other id is
+    /// answered as every answer is).
     case token(Int64, id: Int64)
 
     /// The line to queue.
@@ -23,11 +23,7 @@ package enum LoopAnswer: Sendable {
             return line
         case .token(let token, let id):
             var line = ByteBufferAllocator().buffer(capacity: 64)
-            line.writeStaticString("{\"id\":")
-            line.writeString(String(id))
-            line.writeStaticString(",\"jsonrpc\":\"2.0\",\"result\":{\"token\":")
-            line.writeString(String(token))
-            line.writeStaticString("}}\n")
+            TokenAnswerFrame.write(token: token, id: id, to: &line)
             return line
         }
     }

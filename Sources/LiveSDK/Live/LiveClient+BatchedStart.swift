@@ -107,8 +107,7 @@ extension LiveClient {
             let outcome: Result<[ObservationStart], LiveError>
             do {
                 let read = try await cache.starts(of: keys)
-                let entries = try await outbox.entries()
-                let pending = entries.isEmpty ? [:] : Dictionary(grouping: entries, by: \.key)
+                let pending = Dictionary(grouping: try await outbox.entries(), by: \.key)
                 var starts: [ObservationStart] = []
                 starts.reserveCapacity(keys.count)
                 for (index, key) in keys.enumerated() {
@@ -116,7 +115,7 @@ extension LiveClient {
                         ObservationStart(
                             cached: read.entities[index],
                             checkpoint: read.checkpoints[index],
-                            pending: pending.isEmpty ? [] : pending[key].map { $0.filter { !doneButQueued.contains($0.id) } } ?? []
+                            pending: pending[key].map { $0.filter { !doneButQueued.contains($0.id) } } ?? []
                         )
                     )
                 }
