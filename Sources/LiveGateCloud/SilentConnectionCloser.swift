@@ -6,6 +6,7 @@ import HummingbirdWebSocket
 import Logging
 import NIOCore
 import NIOHTTP1
+import ServiceLifecycle
 
 /// Hummingbird's HTTP/1 server with WebSocket upgrade, whose connections are closed on shutdown while their
 /// first request's head has not come in whole.
@@ -25,8 +26,24 @@ struct CloudChildChannel: ServerChildChannel {
         }
     }
 
+    /// Handles the connection in a detached task: it does not inherit ServiceLifecycle's graceful shutdown, which
+    /// this task forwards as the connection's ``ConnectionShutdown`` (see there why), and its cancellation.
+    /// (Hummingbird's HTTP/1 handling does not use the graceful shutdown handlers; it closes idle connections
+    /// on the quiesce event.)
     func handle(value: HTTP1WebSocketUpgradeChannel.Value, logger: Logger) async {
-        await base.handle(value: value, logger: logger)
+        let shutdown = ConnectionShutdown()
+        await withGracefulShutdownHandler {
+            let handling = Task.detached {
+                await ConnectionShutdown.$current.withValue(shutdown) { await base.handle(value: value, logger: logger) }
+            }
+            await withTaskCancellationHandler {
+                await handling.value
+            } onCancel: {
+                handling.cancel()
+            }
+        } onGracefulShutdown: {
+            shutdown.trigger()
+        }
     }
 }
 

@@ -9,8 +9,8 @@ import Testing
 #endif
 
 /// `livegate-cloud` stops on SIGTERM whatever its connections are doing: a client that connected and said
-/// nothing, one that sent part of a request, a realtime WebSocket whose client never answers, and a daemon's
-/// realtime connection. (Hummingbird's graceful shutdown waited for the first request of each connection,
+/// nothing, one that sent part of a request, realtime WebSockets whose clients never answer (each told with a
+/// close frame, 1001 and why), and a daemon's realtime connection. (Hummingbird's graceful shutdown waited for the first request of each connection,
 /// and the realtime route for the client's next message: the cloud never stopped until it was killed.)
 @Suite(.serialized) struct CloudShutdownTests {
     /// A TCP connection to the cloud, with a receive timeout.
@@ -45,6 +45,9 @@ import Testing
         }
     }
 
+    /// How many realtime WebSockets the test opens.
+    static let webSocketCount = 40
+
     @Test func theCloudStopsOnSIGTERMWhateverItsConnectionsAreDoing() async throws {
         let cluster = try await TestCluster.start()
         defer { cluster.stop() }
@@ -53,23 +56,41 @@ import Testing
         let silent = try connect(port: cluster.cloudPort)
         let partial = try connect(port: cluster.cloudPort)
         send(partial, "GET /v1/hea")
-        let webSocket = try connect(port: cluster.cloudPort)
-        send(
-            webSocket,
-            "GET /v1/realtime HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nAuthorization: Bearer \(token)\r\n\r\n"
-        )
-        var head: [UInt8] = []
-        var byte: UInt8 = 0
-        while head.suffix(4) != ArraySlice("\r\n\r\n".utf8), recv(webSocket, &byte, 1, 0) == 1 { head.append(byte) }
-        #expect(String(decoding: head, as: UTF8.self).hasPrefix("HTTP/1.1 101"), "the WebSocket upgrade: \(String(decoding: head, as: UTF8.self))")
-        defer { for fd in [silent, partial, webSocket] { close(fd) } }
+        // Several WebSockets: the close on shutdown raced with the connection's end (swift-websocket's own close
+        // ran in a task of its own; when it won, the route returned and the connection could end before that
+        // task wrote its frame: about 1 connection in 50). Each connection is a draw of that race.
+        var webSockets: [Int32] = []
+        defer { for fd in [silent, partial] + webSockets { close(fd) } }
+        for _ in 0..<Self.webSocketCount {
+            let webSocket = try connect(port: cluster.cloudPort)
+            webSockets.append(webSocket)
+            send(
+                webSocket,
+                "GET /v1/realtime HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                    + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nAuthorization: Bearer \(token)\r\n\r\n"
+            )
+        }
+        for webSocket in webSockets {
+            var head: [UInt8] = []
+            var byte: UInt8 = 0
+            while head.suffix(4) != ArraySlice("\r\n\r\n".utf8), recv(webSocket, &byte, 1, 0) == 1 { head.append(byte) }
+            #expect(
+                String(decoding: head, as: UTF8.self).hasPrefix("HTTP/1.1 101"),
+                "the WebSocket upgrade: \(String(decoding: head, as: UTF8.self))"
+            )
+        }
         // Nothing here has a request in flight, so the cloud has nothing to wait for (it takes ~10 ms here).
         let problem = cluster.stopCloudCleanly(deadline: .seconds(5))
         #expect(problem == nil, "\(problem ?? "")")
-        // The WebSocket client was told with a close frame; every connection ended.
-        let told = readToEnd(webSocket)
-        #expect(told.first == 0x88, "a WebSocket close frame, not \(told.prefix(8))")
+        // Every WebSocket client was told with a close frame (1001, going away, and why); every connection ended.
+        let reason = Array("the cloud is shutting down; reconnect later".utf8)
+        let closeFrame: [UInt8] = [0x88, UInt8(2 + reason.count), 0x03, 0xE9] + reason
+        let told = webSockets.map { readToEnd($0) }
+        let untold = told.filter { $0 != closeFrame }
+        #expect(
+            untold.count == 0,
+            "\(untold.count) of \(told.count) WebSocket clients were not sent the close frame, but: \(untold.prefix(3).map { Array($0.prefix(8)) })"
+        )
         #expect(readToEnd(silent).isEmpty && readToEnd(partial).isEmpty)
         // The daemon's realtime connection ended too, and it reconnects to the cloud's next run.
         try await cluster.restartCloud()

@@ -6,7 +6,6 @@ import HummingbirdWebSocket
 import LiveCloudAPI
 import Logging
 import NIOWebSocket
-import ServiceLifecycle
 
 /// `GET /v1/realtime`: the WebSocket that carries subscriptions and events (see `Protocol/cloud/README.md`, Realtime).
 struct RealtimeRoute: Sendable {
@@ -31,11 +30,13 @@ struct RealtimeRoute: Sendable {
                 let user = (try? await auth.user(for: context.request)) ?? ""
                 let subscriber = hub.connect(user: user)
                 defer { hub.disconnect(subscriber) }
-                // On graceful shutdown the connection is closed (`goingAway`) once what is queued is written,
-                // so the cloud stops while clients are connected; they reconnect to its next run. Whichever
-                // side ends first ends the other: a close sent ends the reading too (the WebSocket layer then
-                // waits for the client's close, at most its close timeout, rather than for its next message).
-                try await withGracefulShutdownHandler {
+                // On graceful shutdown the connection is closed (`goingAway`, with the reason) once what is
+                // queued is written, so the cloud stops while clients are connected; they reconnect to its next
+                // run. This close is the only one on shutdown (see ConnectionShutdown), and it returns once its
+                // frame is handed to the channel, so the frame goes out before the connection is closed.
+                // Whichever side ends first ends the other: a close sent ends the reading too, so the cloud
+                // does not wait for the client's next message.
+                try await ConnectionShutdown.withHandler {
                     try await withThrowingTaskGroup(of: Void.self) { group in
                         group.addTask {
                             for await text in subscriber.messages { try await outbound.write(.text(text)) }
@@ -55,7 +56,7 @@ struct RealtimeRoute: Sendable {
                         try await group.next()
                         group.cancelAll()
                     }
-                } onGracefulShutdown: {
+                } onShutdown: {
                     subscriber.close(.shuttingDown)
                 }
             }
