@@ -1,71 +1,9 @@
 // Licensed under the Apache License, Version 2.0.
 
 import Hummingbird
-import HummingbirdCore
 import HummingbirdWebSocket
-import Logging
 import NIOCore
 import NIOHTTP1
-import ServiceLifecycle
-
-/// Hummingbird's HTTP/1 server with WebSocket upgrade, whose connections are closed on shutdown while their
-/// first request's head has not come in whole.
-///
-/// Hummingbird's graceful shutdown reaches a connection only once its first request's head is read, so a
-/// connection on which a client said nothing, or not all of a head (a TCP health check, a client's spare
-/// connection, a stalled peer), kept the cloud from stopping on SIGTERM until the service manager killed
-/// it. ``SilentConnectionCloser`` sits first in each connection's pipeline.
-struct CloudChildChannel: ServerChildChannel {
-    let base: HTTP1WebSocketUpgradeChannel
-
-    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<HTTP1WebSocketUpgradeChannel.Value> {
-        channel.eventLoop.makeCompletedFuture {
-            try channel.pipeline.syncOperations.addHandler(SilentConnectionCloser(), position: .first)
-        }.flatMap {
-            base.setup(channel: channel, logger: logger)
-        }
-    }
-
-    /// Handles the connection in a detached task: it does not inherit ServiceLifecycle's graceful shutdown, which
-    /// this task forwards as the connection's ``ConnectionShutdown`` (see there why), and its cancellation.
-    /// (Hummingbird's HTTP/1 handling does not use the graceful shutdown handlers; it closes idle connections
-    /// on the quiesce event.)
-    func handle(value: HTTP1WebSocketUpgradeChannel.Value, logger: Logger) async {
-        let shutdown = ConnectionShutdown()
-        await withGracefulShutdownHandler {
-            let handling = Task.detached {
-                await ConnectionShutdown.$current.withValue(shutdown) { await base.handle(value: value, logger: logger) }
-            }
-            await withTaskCancellationHandler {
-                await handling.value
-            } onCancel: {
-                handling.cancel()
-            }
-        } onGracefulShutdown: {
-            shutdown.trigger()
-        }
-    }
-}
-
-extension HTTPServerBuilder {
-    /// `.http1WebSocketUpgrade(webSocketRouter:configuration:)` with ``CloudChildChannel``'s connections.
-    static func cloudHTTP1WebSocketUpgrade<WSResponderBuilder: HTTPResponderBuilder & _HB_SendableMetatype>(
-        webSocketRouter: WSResponderBuilder,
-        configuration: HTTP1WebSocketUpgradeChannel.Configuration,
-        warmUpLogger: Logger
-    ) -> HTTPServerBuilder where WSResponderBuilder.Responder.Context: WebSocketRequestContext {
-        let webSocketResponder = webSocketRouter.buildResponder()
-        return .init { responder in
-            // Before the server binds: see ConnectionWarmUp.
-            if case .failed(let reason) = ConnectionWarmUp.run(configuration: configuration, logger: warmUpLogger) {
-                warmUpLogger.warning("could not set up a connection ahead of the first one: \(reason)")
-            }
-            return CloudChildChannel(
-                base: HTTP1WebSocketUpgradeChannel(responder: responder, webSocketResponder: webSocketResponder, configuration: configuration)
-            )
-        }
-    }
-}
 
 /// Closes the connection when the server asks its connections to quiesce while its first request's head is
 /// still awaited (NIO's upgrade handler, which reads that head and decides, is still in the pipeline); after
