@@ -212,30 +212,7 @@ import Testing
     @Test func revokingASubscriberEndsItsSubscriptionAndWhatWasSentMeanwhileIsNeverReplayedToIt() async throws {
         let cluster = try await cluster(startDaemon: false)
         defer { cluster.stop() }
-        let alice = try await cluster.login()
-        let bob = try await cluster.login(as: "bob")
-        let bobsACL = CloudPath.streamACL("songs", user: "bob")
-        let toBob = CloudPath.streamMessages("songs", user: "bob")
-        let topic = Topic.stream("songs", user: "bob")
-        #expect(try await cluster.call(.PUT, bobsACL, json: #"{"publishers":["bob"],"subscribers":["alice"]}"#, token: bob).status == 200)
-        let baseline = ClusterBox<Int64>()
-        try await withRealtimeConnection(to: cluster.cloudURL, token: alice) { send, next in
-            try await send(RealtimeClientMessage(op: .subscribe, ref: 1, topic: topic))
-            baseline.set(try #require(try await next().seq))
-            #expect(try await cluster.call(.PUT, bobsACL, json: #"{"publishers":["bob"],"subscribers":[]}"#, token: bob).status == 200)
-            let ended = try await next()
-            #expect(ended.op == .error && ended.ref == nil && ended.topic == topic && ended.code == .forbidden, "\(ended)")
-        }
-        // Sent while alice was out; then she is let back in and resumes from before: not replayed.
-        #expect(try await cluster.call(.POST, toBob, json: #"{"message":"private"}"#, token: bob).status == 201)
-        #expect(try await cluster.call(.PUT, bobsACL, json: #"{"publishers":["bob"],"subscribers":["alice"]}"#, token: bob).status == 200)
-        try await withRealtimeConnection(to: cluster.cloudURL, token: alice) { send, next in
-            try await send(RealtimeClientMessage(op: .subscribe, ref: 2, topic: topic, since: baseline.get()))
-            let ack = try await next()
-            #expect(ack.op == .ack && ack.resync == true && ack.replayed == nil, "continuity broken by the ACL: \(ack)")
-            #expect(try await cluster.call(.POST, toBob, json: #"{"message":"public"}"#, token: bob).status == 201)
-            #expect(try await next().streamMessage?.message == "public", "the next message is the one sent after")
-        }
+        try await StreamRevocationScenario.run(on: cluster)
     }
 
     @Test func aSubscriptionBeingMadeWhenItsACLIsRevokedIsEndedNotAcked() async throws {
