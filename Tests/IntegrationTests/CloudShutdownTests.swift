@@ -10,8 +10,9 @@ import Testing
 
 /// `livegate-cloud` stops on SIGTERM whatever its connections are doing: a client that connected and said
 /// nothing, one that sent part of a request, realtime WebSockets whose clients never answer (each told with a
-/// close frame, 1001 and why), and a daemon's realtime connection. (Hummingbird's graceful shutdown waited for the first request of each connection,
-/// and the realtime route for the client's next message: the cloud never stopped until it was killed.)
+/// close frame, 1001 and why), and a daemon's realtime connection. (Hummingbird's graceful shutdown waited for
+/// the first request of each connection, and the realtime route for the client's next message: the cloud never
+/// stopped until it was killed.)
 @Suite(.serialized) struct CloudShutdownTests {
     /// A TCP connection to the cloud, with a receive timeout.
     func connect(port: Int) throws -> Int32 {
