@@ -37,6 +37,8 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "The daemon's event-loops setting (default: its own, auto).") var eventLoops: String?
     @Option(help: "The daemon's cache-max-entities setting (default: its own, no bound).") var cacheMaxEntities: Int?
     @Option(help: "redis-server to compare with.") var redisServer = "/usr/bin/redis-server"
+    @Flag(help: "Keep the work directory (the processes' logs and databases) after a run that succeeded; one that failed keeps it always.")
+    var keepWork = false
     @Flag(help: "Skip the Redis rows.") var skipRedis = false
     @Flag(help: "Skip the forwarder floor's rows (the design's transport alone: WebSocket in, the same bytes to every client).")
     var skipFloor = false
@@ -106,6 +108,24 @@ struct Bench: AsyncParsableCommand {
         guard let made = mkdtemp(&template) else { throw BenchError("mkdtemp failed") }
         let directory = String(cString: made)
         let bin = binDirectory ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path
+        // Every process the runs started is stopped by the time they return (their `defer`s), so the directory is
+        // theirs no longer: removed after a run that succeeded (a many-objects run leaves ~40 MB of databases), kept
+        // for its logs after one that failed.
+        do {
+            try await measure(directory: directory, bin: bin)
+        } catch {
+            say("livegate-bench failed; its processes' logs and databases are kept in \(directory)")
+            throw error
+        }
+        if keepWork {
+            say("work kept in \(directory)")
+        } else {
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
+    /// The runs the options ask for, in `directory`, with the binaries of `bin`.
+    private func measure(directory: String, bin: String) async throws {
         if cloudOnly {
             try await measureClouds(directory: directory + "/clouds", bin: bin)
             return
