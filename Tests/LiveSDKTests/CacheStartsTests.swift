@@ -12,7 +12,8 @@ import Testing
 /// checkpoint one by one gives, in the keys' order, for lists of every length across the list limit, in two
 /// collections, with objects missing from the cache and keys asked for twice. A checkpoint kept apart from an
 /// object's row is read by the topic's name built in SQL (``CacheStore/starts(of:)``): this compares it with
-/// ``Topic``'s.
+/// ``Topic``'s. Read before the table holds any (then the rows are read alone), after, and once the cache is
+/// opened again.
 @Suite struct CacheStartsTests {
     @Test func paddedListsHaveSevenLengthsAndTheSameIDs() {
         var lengths: Set<Int> = []
@@ -58,9 +59,30 @@ import Testing
                 CacheStore.Fetched(entity: nil, checkpoint: (Topic.object(key), Int64.random(in: 1...1_000, using: &random)))
             }
         }
+        // The table apart empty at first: the rows are read alone (``CacheStore/objectCheckpointsApart``).
+        let half = events.count / 2
+        _ = try cache.storeNow(Array(events[..<half]))
+        try await expectStartsAsReadOneByOne(cache, keys: keys, seed: seed, random: &random)
+        // Then objects stored after their checkpoints were kept apart, and more kept apart after.
         try await cache.store(fetchesFindingNothing())
-        _ = try cache.storeNow(events)
+        _ = try cache.storeNow(Array(events[half...]))
         try await cache.store(fetchesFindingNothing())
+        try await expectStartsAsReadOneByOne(cache, keys: keys, seed: seed, random: &random)
+        // Opened again: the checkpoints kept apart are known from the start.
+        try cache.close()
+        let (reopened, _) = try CacheStore.open(path: directory + "/cache.sqlite", monitor: StorageMonitor())
+        defer { try? reopened.close() }
+        try await expectStartsAsReadOneByOne(reopened, keys: keys, seed: seed, random: &random)
+    }
+
+    /// Rounds of ``CacheStore/starts(of:)`` for random lists of `keys`, each start compared with the object and
+    /// the topic's checkpoint read one by one.
+    private func expectStartsAsReadOneByOne(
+        _ cache: CacheStore,
+        keys: [EntityKey],
+        seed: UInt64,
+        random: inout SeededGenerator
+    ) async throws {
         for round in 0..<8 {
             let count = Int.random(in: 1...1_200, using: &random)
             var asked = Array(keys.shuffled(using: &random).prefix(count))

@@ -39,6 +39,14 @@ package final class CacheStore: Sendable {
     /// collection topic from its checkpoint, whose replay can bring such an older event as well.
     private let evictedVersions = Mutex<[EntityKey: Int64]>([:])
     static let evictedVersionsLimit = 100_000
+    /// Whether the `checkpoint` table may hold an object topic's checkpoint (one kept apart from its row: see
+    /// ``saveCheckpoint(_:_:in:)``): read at open, set before such a row is written, never cleared. While it is
+    /// not, ``starts(of:)`` reads the rows alone, without looking each one's topic up in the table (~0.5 µs a
+    /// row, a few percent of a burst's cached answers; the table holds none unless a fetch found an object older
+    /// than the copy held, or the object's event came before the object).
+    private let objectCheckpointsApart = Atomic<Bool>(true)
+    /// Whether ``close()`` was called.
+    private let closed = Atomic<Bool>(false)
 
     /// Opens (or creates) the cache at `path`, and checks it (`PRAGMA quick_check`).
     /// - Throws: the SQLite error; ``open(path:monitor:now:)`` is what the engine calls.
@@ -65,6 +73,11 @@ package final class CacheStore: Sendable {
                 }
             }
             evictedVersions.withLock { $0 = Dictionary(remembered) { max($0, $1) } }
+            // ':' + 1 is ';': every name starting with "object:".
+            let apart = try pool.read { db in
+                try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM checkpoint WHERE topic >= 'object:' AND topic < 'object;')")
+            }
+            objectCheckpointsApart.store(apart ?? true, ordering: .sequentiallyConsistent)
         } catch {
             try? pool.close()
             throw error
@@ -297,8 +310,8 @@ package final class CacheStore: Sendable {
     ///
     /// A cached object's checkpoints come with its row: the one kept in the row and, by a subquery on the
     /// `checkpoint` table's key, one kept apart (of a fetch that found the object older than the copy held, or
-    /// written by a version before `v9-entity-topic-seq`). Only the keys with no row are looked up in the table
-    /// apart. Each row finds its place by its id, within its collection's keys (a burst of 10,000 built a topic's
+    /// written by a version before `v9-entity-topic-seq`), while the table may hold any (``objectCheckpointsApart``).
+    /// Only the keys with no row are looked up in the table apart. Each row finds its place by its id, within its collection's keys (a burst of 10,000 built a topic's
     /// name for each key, and looked each up in the table apart: a quarter of this read).
     package func starts(of keys: [EntityKey]) async throws(LiveError) -> (entities: [Entity?], checkpoints: [Int64?]) {
         do {
@@ -306,25 +319,13 @@ package final class CacheStore: Sendable {
                 let layout = StartLayout(keys)
                 var entities = [Entity?](repeating: nil, count: keys.count)
                 var checkpoints = [Int64?](repeating: nil, count: keys.count)
-                for group in layout.groups {
-                    for start in stride(from: 0, to: group.ids.count, by: Self.idListLimit) {
-                        let ids = Self.paddedIDList(Array(group.ids[start..<min(start + Self.idListLimit, group.ids.count)]))
-                        // The rows read in place, not copied; the checkpoints after the entity's columns, the table's
-                        // by the topic's name (``Topic/description`` of `.object`) built in SQL.
-                        let statement = try db.cachedStatement(
-                            sql: """
-                                SELECT \(Self.entityColumns), topicSeq, \
-                                (SELECT seq FROM checkpoint WHERE topic = 'object:' || entity.collection || '/' || entity.id) \
-                                FROM entity WHERE collection = ? AND id IN (\(Self.placeholders(ids.count)))
-                                """
-                        )
-                        let rows = try Row.fetchCursor(statement, arguments: StatementArguments([group.collection] + ids))
-                        while let row = try rows.next() {
-                            guard let position = group.positions[row[1] as String] else { continue }
-                            entities[position] = try Self.entity(from: row, of: statement)
-                            checkpoints[position] = Self.later(row[Self.entityColumnCount], row[Self.entityColumnCount + 1])
-                        }
-                    }
+                var apart = self.objectCheckpointsApart.load(ordering: .sequentiallyConsistent)
+                while true {
+                    try self.readRows(layout, apart: apart, into: &entities, &checkpoints, in: db)
+                    // Read after the rows, so after this read's snapshot was taken: unset still, no such row was
+                    // committed before it (it is set before one is written). Set meanwhile: read again with them.
+                    if apart || !self.objectCheckpointsApart.load(ordering: .sequentiallyConsistent) { break }
+                    apart = true
                 }
                 // Checkpoints of objects not cached: of an object the cloud did not have when fetched.
                 var missing: [String: Int] = [:]
@@ -352,6 +353,37 @@ package final class CacheStore: Sendable {
             }
         } catch {
             throw monitor.failure(error, doing: "reading \(keys.count) objects from the cache", path: path)
+        }
+    }
+
+    /// The cached rows of `layout`'s keys, and the checkpoints they come with, each at its key's position: the one
+    /// kept in the row and, when `apart`, the one kept in the `checkpoint` table.
+    private func readRows(
+        _ layout: StartLayout,
+        apart: Bool,
+        into entities: inout [Entity?],
+        _ checkpoints: inout [Int64?],
+        in db: Database
+    ) throws {
+        for group in layout.groups {
+            for start in stride(from: 0, to: group.ids.count, by: Self.idListLimit) {
+                let ids = Self.paddedIDList(Array(group.ids[start..<min(start + Self.idListLimit, group.ids.count)]))
+                // The rows read in place, not copied; the checkpoints after the entity's columns, the table's by the
+                // topic's name (``Topic/description`` of `.object`) built in SQL.
+                let checkpointApart = apart ? ", (SELECT seq FROM checkpoint WHERE topic = 'object:' || entity.collection || '/' || entity.id)" : ""
+                let statement = try db.cachedStatement(
+                    sql: """
+                        SELECT \(Self.entityColumns), topicSeq\(checkpointApart) \
+                        FROM entity WHERE collection = ? AND id IN (\(Self.placeholders(ids.count)))
+                        """
+                )
+                let rows = try Row.fetchCursor(statement, arguments: StatementArguments([group.collection] + ids))
+                while let row = try rows.next() {
+                    guard let position = group.positions[row[1] as String] else { continue }
+                    entities[position] = try Self.entity(from: row, of: statement)
+                    checkpoints[position] = Self.later(row[Self.entityColumnCount], apart ? row[Self.entityColumnCount + 1] : nil)
+                }
+            }
         }
     }
 
@@ -479,7 +511,7 @@ package final class CacheStore: Sendable {
                     if let entity = item.entity {
                         _ = try self.store(entity, checkpoint: item.checkpoint, in: db)
                     } else if let checkpoint = item.checkpoint {
-                        try Self.saveCheckpoint(checkpoint.topic, checkpoint.seq, in: db)
+                        try self.saveCheckpoint(checkpoint.topic, checkpoint.seq, in: db)
                     }
                 }
             }
@@ -547,10 +579,10 @@ package final class CacheStore: Sendable {
                     if let written = outcome.written {
                         _ = try self.store(entities[indices[written]].entity, checkpoint: ownCheckpoint, in: db)
                     } else if let ownCheckpoint {
-                        try Self.saveCheckpoint(ownCheckpoint.topic, ownCheckpoint.seq, in: db)
+                        try self.saveCheckpoint(ownCheckpoint.topic, ownCheckpoint.seq, in: db)
                     }
                 }
-                for (topic, seq) in otherCheckpoints { try Self.saveCheckpoint(topic, seq, in: db) }
+                for (topic, seq) in otherCheckpoints { try self.saveCheckpoint(topic, seq, in: db) }
                 return current
             }
             monitor.success(path)
@@ -598,7 +630,7 @@ package final class CacheStore: Sendable {
     /// Records that the cache holds every event of `topic` up to `seq` (never moves back). An object topic's
     /// checkpoint goes in the object's row when the cache holds it (``upsert(_:topicSeq:in:)``
     /// writes it with the object itself); any other, or one of an object not held, in the `checkpoint` table.
-    private static func saveCheckpoint(_ topic: Topic, _ seq: Int64, in db: Database) throws {
+    private func saveCheckpoint(_ topic: Topic, _ seq: Int64, in db: Database) throws {
         if case .object(let key) = topic {
             // Cached (prepared once) statements: a realtime event of an object topic brings a checkpoint, and this
             // runs for those whose object was not written with it (the same version heard on its collection's topic
@@ -607,6 +639,9 @@ package final class CacheStore: Sendable {
                 sql: "UPDATE entity SET topicSeq = CASE WHEN topicSeq >= ?1 THEN topicSeq ELSE ?1 END WHERE collection = ?2 AND id = ?3"
             ).execute(arguments: [seq, key.collection, key.id])
             if db.changesCount > 0 { return }
+            // Before the row can be committed: a read that finds the flag unset after its snapshot was taken
+            // knows that snapshot holds no such row (``starts(of:)``).
+            objectCheckpointsApart.store(true, ordering: .sequentiallyConsistent)
         }
         try db.cachedStatement(
             sql:
@@ -619,7 +654,7 @@ package final class CacheStore: Sendable {
     private func store(_ entity: Entity, checkpoint: (topic: Topic, seq: Int64)?, in db: Database) throws -> Bool {
         let own = checkpoint.flatMap { $0.topic == .object(entity.key) ? $0.seq : nil }
         let stored = try upsert(entity, topicSeq: own, in: db)
-        if let checkpoint, !(stored && own != nil) { try Self.saveCheckpoint(checkpoint.topic, checkpoint.seq, in: db) }
+        if let checkpoint, !(stored && own != nil) { try self.saveCheckpoint(checkpoint.topic, checkpoint.seq, in: db) }
         return stored
     }
 
@@ -800,8 +835,10 @@ package final class CacheStore: Sendable {
 
     /// Closes the database: first every committed page is written into the database file and the WAL is
     /// truncated to nothing (a clean stop leaves one self-contained file, not the cache's whole recent history
-    /// in the WAL), then the connections close. The store must not be used afterwards.
+    /// in the WAL), then the connections close. The store must not be used afterwards; closing it again does
+    /// nothing (it used to reach SQLite with the closed connection and crash).
     package func close() throws {
+        guard !closed.exchange(true, ordering: .sequentiallyConsistent) else { return }
         try? checkpointer.close()
         do {
             try pool.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
