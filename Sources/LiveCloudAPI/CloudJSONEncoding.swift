@@ -11,19 +11,19 @@ extension Entity {
     /// `JSONEncoder` does).
     public func write(into writer: inout JSONWriter) throws(JSONWriter.NonFiniteNumber) {
         writer.beginObject()
-        writer.writeKey("collection", first: true)
+        writer.writeKey(literal: "collection", first: true)
         writer.write(collection)
-        writer.writeKey("createdAt")
+        writer.writeKey(literal: "createdAt")
         writer.write(createdAt)
-        writer.writeKey("data")
+        writer.writeKey(literal: "data")
         try writer.write(data)
-        writer.writeKey("deleted")
+        writer.writeKey(literal: "deleted")
         writer.write(deleted)
-        writer.writeKey("id")
+        writer.writeKey(literal: "id")
         writer.write(id)
-        writer.writeKey("updatedAt")
+        writer.writeKey(literal: "updatedAt")
         writer.write(updatedAt)
-        writer.writeKey("version")
+        writer.writeKey(literal: "version")
         writer.write(version)
         writer.endObject()
     }
@@ -38,24 +38,24 @@ extension RealtimeServerMessage {
         else { return false }
         // Members in the order of their keys' bytes: entity, op, previous, ref, seq, topic.
         writer.beginObject()
-        writer.writeKey("entity", first: true)
+        writer.writeKey(literal: "entity", first: true)
         try entity.write(into: &writer)
-        writer.writeKey("op")
+        writer.writeKey(literal: "op")
         writer.write("event")
         if let previous {
-            writer.writeKey("previous")
+            writer.writeKey(literal: "previous")
             try writer.write(previous)
         }
         if let ref {
-            writer.writeKey("ref")
+            writer.writeKey(literal: "ref")
             writer.write(ref)
         }
         if let seq {
-            writer.writeKey("seq")
+            writer.writeKey(literal: "seq")
             writer.write(seq)
         }
         if let topic {
-            writer.writeKey("topic")
+            writer.writeKey(literal: "topic")
             writer.write(topic.description)
         }
         writer.endObject()

@@ -69,34 +69,34 @@ public enum NotificationFrame {
         // The members in the order `SortedJSONEncoder` sorts them.
         var writer = JSONWriter(capacity: 512)
         writer.beginObject()
-        writer.writeKey("dataStatus", first: true)
+        writer.writeKey(literal: "dataStatus", first: true)
         writer.write(body.dataStatus.rawValue)
-        writer.writeKey("loadingStatus")
+        writer.writeKey(literal: "loadingStatus")
         writer.write(body.loadingStatus.rawValue)
         if body.pendingWrites == true {
-            writer.writeKey("pendingWrites")
+            writer.writeKey(literal: "pendingWrites")
             writer.write(true)
         }
         if body.resync == true {
-            writer.writeKey("resync")
+            writer.writeKey(literal: "resync")
             writer.write(true)
         }
-        writer.writeKey("snapshot")
+        writer.writeKey(literal: "snapshot")
         if let snapshot = body.snapshot {
             writer.beginObject()
-            writer.writeKey("collection", first: true)
+            writer.writeKey(literal: "collection", first: true)
             writer.write(snapshot.collection)
-            writer.writeKey("data")
+            writer.writeKey(literal: "data")
             do {
                 try writer.write(snapshot.data)
             } catch {
                 return try encodedBody(body)
             }
-            writer.writeKey("id")
+            writer.writeKey(literal: "id")
             writer.write(snapshot.id)
-            writer.writeKey("updatedAt")
+            writer.writeKey(literal: "updatedAt")
             writer.write(snapshot.updatedAt)
-            writer.writeKey("version")
+            writer.writeKey(literal: "version")
             writer.write(snapshot.version)
             writer.endObject()
         } else {

@@ -26,7 +26,7 @@ extension RequestID {
 extension TokenResult: WireWritable {
     public func write(into writer: inout JSONWriter) throws(JSONWriter.NonFiniteNumber) {
         writer.beginObject()
-        writer.writeKey("token", first: true)
+        writer.writeKey(literal: "token", first: true)
         writer.write(token)
         writer.endObject()
     }
@@ -36,11 +36,11 @@ extension RPCResponse where Result: WireWritable {
     /// `{"id":…,"jsonrpc":"2.0","result":…}`, keys in the sorted order the encoder writes them in.
     public func write(into writer: inout JSONWriter) throws(JSONWriter.NonFiniteNumber) {
         writer.beginObject()
-        writer.writeKey("id", first: true)
+        writer.writeKey(literal: "id", first: true)
         try id.write(into: &writer)
-        writer.writeKey("jsonrpc")
+        writer.writeKey(literal: "jsonrpc")
         writer.write(jsonrpc)
-        writer.writeKey("result")
+        writer.writeKey(literal: "result")
         try result.write(into: &writer)
         writer.endObject()
     }
