@@ -105,8 +105,6 @@ public actor LiveClient {
     /// Observations still reading their start whose observer waits for fresh data: activated as soon as they are
     /// told their cached copy, not held with a burst's (see ``activateAtOnce(_:)``).
     var activatingAtOnce: Set<EntityKey> = []
-    /// The checkpoint each new observation's start read, for its activation (which resumes from it).
-    var startCheckpoints: [EntityKey: Int64?] = [:]
     /// New observations' subscriptions at once (see LiveClient+SubscriptionGate.swift).
     package var subscriptionGate = SubscriptionGate()
     public private(set) var connectionStatus: ConnectionStatus = .offline
@@ -369,7 +367,8 @@ public actor LiveClient {
             var deferred: [SharedObjectObservation] = []
             for (index, observation) in new.enumerated() {
                 let start = starts?[index]
-                if let start { startCheckpoints[observation.key] = .some(start.checkpoint) }
+                // On the observation, not in a table by key: a burst's 10,000 grew one and emptied it again.
+                if let start { observation.keepStartCheckpoint(start.checkpoint) }
                 observation.apply { state in
                     for entry in start?.pending ?? [] { _ = state.localWrite(entry.id, entry.write) }
                     return state.started(cached: start?.cached, fetching: true)
@@ -407,7 +406,7 @@ public actor LiveClient {
             guard let observation = observations[key] else { continue }
             let topic = Topic.object(key)
             var checkpoint: Int64?
-            if let read = startCheckpoints.removeValueShrinking(forKey: key) {
+            if let read = observation.takeStartCheckpoint() {
                 checkpoint = read  // read with the observation's start
             } else {
                 do {
@@ -580,7 +579,6 @@ public actor LiveClient {
         guard let observation = observations[key], observation.isUnobserved else { return }
         observations[key] = nil
         awaitingCatchUp.removeShrinking(key)
-        startCheckpoints.removeValueShrinking(forKey: key)
         askForEviction(.released)
         await realtime.release(.object(key))
     }

@@ -19,6 +19,9 @@ package final class SharedObjectObservation: Sendable, Hashable {
         var state: LiveObjectState
         var observers = IDTable<Observer>()
         var nextID = 0
+        /// The checkpoint its start read (``LiveClient/observe(_:)``), until its activation takes it: `nil` when
+        /// none was read, `.some(nil)` when the cache held none.
+        var startCheckpoint: Int64??
     }
 
     let key: EntityKey
@@ -50,6 +53,17 @@ package final class SharedObjectObservation: Sendable, Hashable {
         inner.withLock { inner in
             inner.observers.remove(id)
             return inner.observers.isEmpty
+        }
+    }
+
+    /// Keeps the checkpoint of the object's topic that its start read, for its activation (which resumes from it).
+    func keepStartCheckpoint(_ checkpoint: Int64?) { inner.withLock { $0.startCheckpoint = .some(checkpoint) } }
+
+    /// The checkpoint its start read, once (`nil` when none was read, or it was taken already).
+    func takeStartCheckpoint() -> Int64?? {
+        inner.withLock { inner in
+            defer { inner.startCheckpoint = nil }
+            return inner.startCheckpoint
         }
     }
 
