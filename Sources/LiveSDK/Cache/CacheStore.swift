@@ -310,9 +310,10 @@ package final class CacheStore: Sendable {
     ///
     /// A cached object's checkpoints come with its row: the one kept in the row and, by a subquery on the
     /// `checkpoint` table's key, one kept apart (of a fetch that found the object older than the copy held, or
-    /// written by a version before `v9-entity-topic-seq`), while the table may hold any (``objectCheckpointsApart``).
-    /// Only the keys with no row are looked up in the table apart. Each row finds its place by its id, within its collection's keys (a burst of 10,000 built a topic's
-    /// name for each key, and looked each up in the table apart: a quarter of this read).
+    /// written by a version before `v9-entity-topic-seq`), while the table may hold any
+    /// (``objectCheckpointsApart``). Only the keys with no row are looked up in the table apart. Each row finds its
+    /// place by its id, within its collection's keys (a burst of 10,000 built a topic's name for each key, and
+    /// looked each up in the table apart: a quarter of this read).
     package func starts(of keys: [EntityKey]) async throws(LiveError) -> (entities: [Entity?], checkpoints: [Int64?]) {
         do {
             return try await pool.read { db in
