@@ -36,42 +36,13 @@ public struct Entity: Codable, Sendable, Hashable {
 }
 
 /// The name of one entity: its collection and its id.
-///
-/// Its hash is worked out once, when it is made (``hash(into:)`` feeds that one word): a key is looked up in
-/// several tables on its way through the daemon (the topics, the engine's observations, their starts and
-/// activations, and again each time one of them grows), and hashing its two strings each time was ~1 % of the
-/// CPU of a burst of cached answers.
 public struct EntityKey: Hashable, Sendable, Codable, CustomStringConvertible {
-    public var collection: String { didSet { precomputedHash = Self.hash(collection, id) } }
-    public var id: String { didSet { precomputedHash = Self.hash(collection, id) } }
-    /// The strings' hash with this process's seed (``Hasher``'s own: as hard to collide on purpose as hashing
-    /// the strings in every table). Never leaves the process: not encoded.
-    private var precomputedHash: Int
+    public var collection: String
+    public var id: String
 
     public init(collection: String, id: String) {
         self.collection = collection
         self.id = id
-        precomputedHash = Self.hash(collection, id)
-    }
-
-    private static func hash(_ collection: String, _ id: String) -> Int {
-        var hasher = Hasher()
-        hasher.combine(collection)
-        hasher.combine(id)
-        return hasher.finalize()
-    }
-
-    public func hash(into hasher: inout Hasher) { hasher.combine(precomputedHash) }
-
-    public static func == (lhs: EntityKey, rhs: EntityKey) -> Bool {
-        lhs.precomputedHash == rhs.precomputedHash && lhs.id == rhs.id && lhs.collection == rhs.collection
-    }
-
-    private enum CodingKeys: String, CodingKey { case collection, id }
-
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(collection: try container.decode(String.self, forKey: .collection), id: try container.decode(String.self, forKey: .id))
     }
 
     /// `collection/id`, the form used in stats and logs.
