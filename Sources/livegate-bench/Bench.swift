@@ -103,6 +103,7 @@ struct Bench: AsyncParsableCommand {
         measureChangeSets()
         measureRealtimeDecoding()
         try await measureCacheWrites()
+        try await measureCacheWrites(batch: 1, eventsPerRun: 2_000)
         if changeSetsOnly { return }
         var template = Array("/tmp/lgbench-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw BenchError("mkdtemp failed") }
