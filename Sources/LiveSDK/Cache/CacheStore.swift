@@ -530,7 +530,7 @@ package final class CacheStore: Sendable {
     @discardableResult
     package func storeNow(_ entity: Entity, checkpoint: (topic: Topic, seq: Int64)? = nil) throws(LiveError) -> Bool {
         do {
-            let current = try pool.write { db in try self.storeNewest(entity, checkpoint: checkpoint, in: db) }
+            let current = try writeNow { db in try self.storeNewest(entity, checkpoint: checkpoint, in: db) }
             monitor.success(path)
             return current
         } catch {
@@ -549,7 +549,7 @@ package final class CacheStore: Sendable {
     package func storeNow(_ entities: [(entity: Entity, checkpoint: (topic: Topic, seq: Int64)?)]) throws(LiveError) -> [Bool] {
         guard !entities.isEmpty else { return [] }
         do {
-            let current = try pool.write { db in
+            let current = try writeNow { db in
                 var current = [Bool](repeating: false, count: entities.count)
                 var occurrences: [EntityKey: [Int]] = [:]
                 occurrences.reserveCapacity(entities.count)
@@ -590,6 +590,24 @@ package final class CacheStore: Sendable {
             return current
         } catch {
             throw monitor.failure(error, doing: "writing \(entities.count) objects to the cache", path: path)
+        }
+    }
+
+    /// `updates` in one write transaction, begun and committed with statements prepared once: GRDB's `write` prepares
+    /// its `BEGIN` and `COMMIT` again for every transaction (parsed, authorized, compiled), and the engine commits once
+    /// per read of the realtime link, once per event when events come one at a time. A failure rolls back what is
+    /// left of the transaction (SQLite may have rolled it back already) and throws.
+    private func writeNow<T>(_ updates: (Database) throws -> T) throws -> T {
+        try pool.writeWithoutTransaction { db in
+            try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
+            do {
+                let result = try updates(db)
+                try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
+                return result
+            } catch {
+                if db.isInsideTransaction { try? db.rollback() }
+                throw error
+            }
         }
     }
 
