@@ -30,7 +30,8 @@ public struct StorageHealth: Sendable, Equatable {
 
     /// An operation on `file` succeeded.
     public mutating func succeeded(_ file: String) -> Event? {
-        guard let current = failing.removeValue(forKey: file) else { return nil }
+        // Nearly always nothing is failing: no hash of the path then (every realtime event's cache write succeeds).
+        guard !failing.isEmpty, let current = failing.removeValue(forKey: file) else { return nil }
         return .recovered(file: file, fault: current.fault, failures: current.failures)
     }
 
