@@ -33,8 +33,9 @@ final class SystemdSandbox: Sendable {
 
     /// Stages an install (the build the tests run from, `scripts/install [--debug] --no-build`) and boots it;
     /// with `staging: false`, boots the image with nothing of livegate installed (the packages' tests install
-    /// them inside).
-    static func boot(staging: Bool = true) throws -> SystemdSandbox {
+    /// them inside). It is halted within a second of `owner` ending (by default this test process): a run killed
+    /// before a test's ``halt()`` leaves no booted systemd behind.
+    static func boot(staging: Bool = true, owner: Int32 = ProcessInfo.processInfo.processIdentifier) throws -> SystemdSandbox {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lg-sandbox-\(UUID().uuidString.prefix(8))").path
         let stage = directory + "/stage"
         try FileManager.default.createDirectory(atPath: stage, withIntermediateDirectories: true)
@@ -46,7 +47,7 @@ final class SystemdSandbox: Sendable {
             )
             guard install.status == 0 else { throw ClusterError("scripts/install failed: \(install.output)") }
         }
-        let boot = try runToCompletion(script, ["boot", stage, directory + "/run"])
+        let boot = try runToCompletion(script, ["boot", stage, directory + "/run", String(owner)])
         guard boot.status == 0, let pid = boot.output.split(separator: "\n").last.map(String.init), Int(pid) != nil else {
             throw ClusterError("the sandbox did not boot: \(boot.output)")
         }
