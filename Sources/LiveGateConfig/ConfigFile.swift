@@ -18,6 +18,9 @@ public struct ConfigFile: Sendable, Equatable {
     public var cacheMaxEntities: Int?
     /// `event-loops`: threads serving clients (read at start); `nil`: `auto` (``DaemonConfiguration/eventLoops``).
     public var eventLoops: Int?
+    /// `realtime-ping-seconds`: how often the realtime connection pings the cloud (read at start); `nil`: the
+    /// engine's default.
+    public var realtimePingSeconds: Int?
     public var logLevel: Logger.Level?
     public var limits = ConnectionLimits()
     public var policy = AccessPolicy()
@@ -30,7 +33,7 @@ public struct ConfigFile: Sendable, Equatable {
         "max-queued-bytes-per-connection", "max-stall-seconds", "max-connections", "max-tokens-per-connection",
         "max-requests-per-second", "allow-users", "allow-groups", "read-only-users", "read-only-groups", "admin-users", "admin-groups",
         "cache-max-entities",
-        "event-loops",
+        "event-loops", "realtime-ping-seconds",
     ]
 
     /// Reads and validates a file.
@@ -92,6 +95,7 @@ public struct ConfigFile: Sendable, Equatable {
                         throw ConfigError("\(error.description) (or auto)")
                     }
                 }
+            case "realtime-ping-seconds": file.realtimePingSeconds = try integer(value, place, name, in: 1...3600)
             case "log-level":
                 guard let level = Logger.Level(rawValue: value) else {
                     throw ConfigError("\(place): log-level must be one of trace, debug, info, notice, warning, error, critical")

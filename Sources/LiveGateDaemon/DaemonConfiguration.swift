@@ -20,6 +20,9 @@ public struct DaemonConfiguration: Sendable {
     /// How many event loops (threads) serve clients: read their requests, run the fan-out and write their
     /// notifications. `nil` given to the initializer (`auto`): ``defaultEventLoops``.
     public var eventLoops: Int
+    /// How often the realtime connection pings the cloud (`realtime-ping-seconds`): one unanswered until the
+    /// next gives the connection up (``LiveSDKConfiguration/realtimePingInterval``).
+    public var realtimePingInterval: Duration
     public var cloudURL: String
     public var credentials: Credentials
     public var logLevel: Logger.Level
@@ -38,6 +41,7 @@ public struct DaemonConfiguration: Sendable {
         stateDirectory: String,
         cacheMaxEntities: Int? = nil,
         eventLoops: Int? = nil,
+        realtimePingInterval: Duration = LiveSDKConfiguration.defaultRealtimePingInterval,
         cloudURL: String,
         credentials: Credentials,
         logLevel: Logger.Level = .info,
@@ -52,6 +56,7 @@ public struct DaemonConfiguration: Sendable {
         self.stateDirectory = stateDirectory
         self.cacheMaxEntities = cacheMaxEntities
         self.eventLoops = max(1, eventLoops ?? Self.defaultEventLoops)
+        self.realtimePingInterval = realtimePingInterval
         self.cloudURL = cloudURL
         self.credentials = credentials
         self.logLevel = logLevel

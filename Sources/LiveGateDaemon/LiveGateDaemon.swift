@@ -40,7 +40,8 @@ public struct LiveGateDaemon: Sendable {
                 credentials: configuration.credentials,
                 stateDirectory: configuration.stateDirectory,
                 cacheMaxEntities: configuration.cacheMaxEntities,
-                eventLoopGroup: cloudLoop
+                eventLoopGroup: cloudLoop,
+                realtimePingInterval: configuration.realtimePingInterval
             ),
             logger: logger
         )

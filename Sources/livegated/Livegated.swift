@@ -124,6 +124,7 @@ struct Livegated: AsyncParsableCommand {
             stateDirectory: stateDir ?? file.stateDirectory ?? environment["STATE_DIRECTORY"] ?? "/var/lib/livegate",
             cacheMaxEntities: file.cacheMaxEntities,
             eventLoops: file.eventLoops,
+            realtimePingInterval: file.realtimePingSeconds.map { .seconds($0) } ?? LiveSDKConfiguration.defaultRealtimePingInterval,
             cloudURL: cloudURL,
             credentials: Credentials(username: username, password: password),
             logLevel: level,

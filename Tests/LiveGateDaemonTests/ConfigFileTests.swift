@@ -17,6 +17,15 @@ import Testing
         }
     }
 
+    @Test func realtimePingSecondsIsACount() throws {
+        #expect(try ConfigFile.parse("realtime-ping-seconds = 5\n", source: "f").realtimePingSeconds == 5)
+        #expect(try ConfigFile.parse("", source: "f").realtimePingSeconds == nil)
+        for bad in ["0", "3601", "1.5", "soon"] {
+            let error = #expect(throws: ConfigError.self) { try ConfigFile.parse("realtime-ping-seconds = \(bad)\n", source: "f") }
+            #expect(error?.description == "f:1: realtime-ping-seconds must be a whole number from 1 to 3600, not \(bad)")
+        }
+    }
+
     @Test func socketModeIsOctalAndKeepsTheOwnerInAndSocketGroupResolves() throws {
         #expect(try ConfigFile.parse("socket-mode = 0660\n", source: "f").socketMode == 0o660)
         #expect(try ConfigFile.parse("socket-mode = 600\n", source: "f").socketMode == 0o600)

@@ -34,6 +34,13 @@ public struct LiveSDKConfiguration: Sendable {
     public var activationPause: Duration
     /// However long a burst goes on, none of its observations waits longer than about this to be read.
     public var activationLongestWait: Duration
+    /// How often the realtime connection asks the cloud whether it is still there (a WebSocket ping). A ping
+    /// not answered by the next one gives the connection up (reconnecting, and resuming its topics): a cloud
+    /// that went silent without closing (a network partition, a host gone, a hung process) is noticed within
+    /// twice this, instead of the engine believing itself connected while it hears nothing.
+    public var realtimePingInterval: Duration
+    /// ``realtimePingInterval``'s default: a silent cloud is noticed within 30 s.
+    public static let defaultRealtimePingInterval: Duration = .seconds(15)
 
     public init(
         cloudURL: String,
@@ -43,7 +50,8 @@ public struct LiveSDKConfiguration: Sendable {
         topicLinger: Duration = .seconds(2),
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         activationPause: Duration = .milliseconds(10),
-        activationLongestWait: Duration = .milliseconds(250)
+        activationLongestWait: Duration = .milliseconds(250),
+        realtimePingInterval: Duration = LiveSDKConfiguration.defaultRealtimePingInterval
     ) {
         self.cloudURL = cloudURL
         self.credentials = credentials
@@ -53,6 +61,7 @@ public struct LiveSDKConfiguration: Sendable {
         self.eventLoopGroup = eventLoopGroup
         self.activationPause = activationPause
         self.activationLongestWait = activationLongestWait
+        self.realtimePingInterval = realtimePingInterval
     }
 }
 
@@ -205,6 +214,7 @@ public actor LiveClient {
             logger: logger,
             events: realtimeEvents,
             linger: configuration.topicLinger,
+            pingInterval: configuration.realtimePingInterval,
             engineLoop: engineLoop
         )
         (outboxSignals, outboxSignal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))

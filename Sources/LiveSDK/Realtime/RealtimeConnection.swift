@@ -68,6 +68,12 @@ package actor RealtimeConnection {
     /// ends their lingers runs.
     private var lingers: TopicLingers<Topic>
     private var lingersRunning = false
+    /// How often the connection pings the cloud; a ping unanswered by the next one ends the connection
+    /// (``LiveSDKConfiguration/realtimePingInterval``).
+    private let pingInterval: Duration
+    /// Whether the cloud closed the last connection with a close frame (rather than it being reset, or given
+    /// up for an unanswered ping): what the log says when it ends.
+    private var closedByCloud = false
     private let url: String
     private let engineLoop: EngineLoop
     package nonisolated var unownedExecutor: UnownedSerialExecutor { engineLoop.serialExecutor }
@@ -81,9 +87,11 @@ package actor RealtimeConnection {
         logger: Logger,
         events: BatchQueue<RealtimeEvent>,
         linger: Duration = .seconds(2),
+        pingInterval: Duration = LiveSDKConfiguration.defaultRealtimePingInterval,
         engineLoop: EngineLoop = EngineLoop(group: MultiThreadedEventLoopGroup.singleton)
     ) {
         self.lingers = TopicLingers(duration: linger)
+        self.pingInterval = pingInterval
         self.engineLoop = engineLoop
         var base = cloudURL.hasSuffix("/") ? String(cloudURL.dropLast()) : cloudURL
         if base.hasPrefix("https://") {
@@ -288,8 +296,18 @@ package actor RealtimeConnection {
             events.yield(.statusChanged(machine.status))
             do {
                 let token = try await session.accessToken()
+                closedByCloud = false
                 try await connectOnce(token: token)
-                logger.info("realtime connection closed by the cloud")
+                if Task.isCancelled { break }
+                if closedByCloud {
+                    logger.info("realtime connection closed by the cloud")
+                } else {
+                    // Reset, or given up because the cloud answered no ping: silent without closing (a network
+                    // partition, a host gone, a hung process). Whatever was sent meanwhile is resumed from.
+                    logger.warning(
+                        "realtime connection lost without the cloud closing it (reset, or no answer to a ping within \(pingInterval)); reconnecting"
+                    )
+                }
             } catch is CancellationError {
                 break
             } catch {
@@ -350,10 +368,12 @@ package actor RealtimeConnection {
     static let handshakeTimeout: Duration = .seconds(10)
 
     private func connect(token: String, handshake: HandshakeGuard) async throws {
-        var configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 24)
+        // Pinged: a connection the cloud stopped answering without closing it is given up when a ping goes
+        // unanswered until the next, rather than held as connected while nothing comes (events lost unseen).
+        var configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 24, autoPing: .enabled(timePeriod: pingInterval))
         configuration.additionalHeaders[.authorization] = "Bearer \(token)"
         let loop = engineLoop.eventLoop
-        try await WebSocketClient.connect(url: url, configuration: configuration, eventLoopGroup: loop, logger: logger) {
+        let closeFrame = try await WebSocketClient.connect(url: url, configuration: configuration, eventLoopGroup: loop, logger: logger) {
             inbound,
             outbound,
             _ in
@@ -400,6 +420,7 @@ package actor RealtimeConnection {
                 group.cancelAll()
             }
         }
+        closedByCloud = closeFrame != nil
     }
 
     private func established(writer: WebSocketOutboundWriter) async {

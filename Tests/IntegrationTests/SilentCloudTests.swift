@@ -1,0 +1,203 @@
+// Licensed under the Apache License, Version 2.0.
+
+import Foundation
+import LiveCloudAPI
+import LiveJSON
+import Synchronization
+import Testing
+
+/// A cloud that goes silent without closing (a network partition, a host gone, a hung process): the daemon's
+/// connections to it stay open and nothing comes. The daemon must notice (its realtime connection pings the
+/// cloud), say so to the clients that watch the session, and once the cloud is reachable again resume its
+/// topics, so that what the cloud sent into the silence still arrives.
+@Suite(.serialized) struct SilentCloudTests {
+    static let hello = #"{"jsonrpc":"2.0","id":1,"method":"hello","params":{"client":"t","protocol":1}}"#
+
+    @Test func aCloudGoneSilentIsNoticedAndWhatItSentMeanwhileArrives() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false)
+        defer { cluster.stop() }
+        let proxy = try PartitionProxy(upstreamPort: cluster.cloudPort)
+        defer { proxy.stop() }
+        let config = cluster.directory + "/livegated.conf"
+        try "realtime-ping-seconds = 1\n".write(toFile: config, atomically: true, encoding: .utf8)
+        try await cluster.startDaemon(
+            extraArguments: ["--cloud-url", "http://127.0.0.1:\(proxy.port)", "--config", config, "--log-level", "trace"]
+        )
+        try await cluster.put("notes", "n1", ["v": 1])
+        try await RawConnection.with(cluster.socketPath) { client in
+            try await client.send(Self.hello)
+            _ = try await client.next()
+            try await client.send(#"{"jsonrpc":"2.0","id":2,"method":"session.state","params":{"watch":true}}"#)
+            try await Self.skip(client, until: "the realtime connection") { $0.contains(#""connection":"connected""#) }
+            try await client.send(#"{"jsonrpc":"2.0","id":3,"method":"object.observe","params":{"collection":"notes","id":"n1"}}"#)
+            try await Self.skip(client, until: "the cloud's copy") { $0.contains(#""dataStatus":"fresh""#) && $0.contains(#""v":1"#) }
+            // A cloud that answers the pings keeps the connection (the WebSocket's frames are traced in the log).
+            try await eventually("three pings answered", timeout: .seconds(15)) { Self.pongs(in: cluster.daemonLog) >= 3 }
+            #expect(!cluster.daemonLog.contains("realtime connection lost"))
+
+            // Every connection through the proxy goes silent, and the cloud publishes a change into the silence.
+            proxy.partition()
+            try await cluster.put("notes", "n1", ["v": 2])
+            // Pinged each second, the daemon gives the connection up when a ping is unanswered at the next:
+            // within about 2 s (10 s allowed). Nothing else reaches the client meanwhile.
+            let lost = try await client.next(timeout: .seconds(10))
+            #expect(lost.contains(#""method":"session.changed""#) && lost.contains(#""connection":"reconnecting""#), "\(lost)")
+            #expect(cluster.daemonLog.contains("no answer to a ping"), "the log says why the connection was given up")
+
+            // Reachable again (the silent connections stay dead: the far side forgot them): the daemon connects
+            // anew and resumes its topic from the last event it heard, so the change sent into the silence arrives.
+            proxy.heal()
+            try await Self.skip(client, until: "the change sent while the cloud was silent", timeout: .seconds(40)) {
+                $0.contains(#""method":"object.changed""#) && $0.contains(#""v":2"#)
+            }
+        }
+    }
+
+    /// How many pong frames the daemon's trace log says it received.
+    static func pongs(in log: String) -> Int {
+        log.split(separator: "\n").count { $0.contains("Received WebSocketFrame(") && $0.contains("pong") }
+    }
+
+    /// Reads lines until one satisfies `condition`.
+    static func skip(
+        _ client: RawConnection,
+        until what: String,
+        timeout: Duration = .seconds(20),
+        _ condition: (String) -> Bool
+    ) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { throw ClusterError("not within \(timeout): \(what)") }
+            if condition(try await client.next(timeout: left)) { return }
+        }
+    }
+}
+
+/// A TCP proxy to a port on 127.0.0.1 that can partition the network: ``partition()`` silences every
+/// connection open through it for good (what either side sends is dropped; neither is closed, as when the far
+/// side of a partition forgets a connection), and so every new one until ``heal()``.
+final class PartitionProxy: Sendable {
+    let port: Int
+    private let upstreamPort: Int
+    private let listener: Int32
+    private struct State {
+        var partitioned = false
+        /// Connections by number: their two sockets (the upstream one `-1` for a connection made while
+        /// partitioned), whether they were silenced, and how many of their pumps still run.
+        var connections: [Int: (client: Int32, upstream: Int32, silenced: Bool, pumps: Int)] = [:]
+        var next = 0
+    }
+    private let state = Mutex(State())
+
+    init(upstreamPort: Int) throws {
+        self.upstreamPort = upstreamPort
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.listener = listener
+        var address = Self.loopback(port: 0)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(listener, 64) == 0 else { throw ClusterError("the proxy could not listen") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Thread { [self] in serve() }.start()
+    }
+
+    func partition() {
+        state.withLock {
+            $0.partitioned = true
+            for key in $0.connections.keys { $0.connections[key]?.silenced = true }
+        }
+    }
+
+    func heal() { state.withLock { $0.partitioned = false } }
+
+    func stop() {
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+        // The pumps see their sockets end, and the last of a connection's closes them.
+        for connection in state.withLock({ $0.connections.values }) {
+            shutdown(connection.client, Int32(SHUT_RDWR))
+            if connection.upstream >= 0 { shutdown(connection.upstream, Int32(SHUT_RDWR)) }
+        }
+    }
+
+    private static func loopback(port: Int) -> sockaddr_in {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        return address
+    }
+
+    private func serve() {
+        while true {
+            let client = accept(listener, nil, nil)
+            guard client >= 0 else { return }
+            let silent = state.withLock { state -> Int? in
+                guard state.partitioned else { return nil }
+                state.next += 1
+                state.connections[state.next] = (client, -1, true, 1)
+                return state.next
+            }
+            if let silent {
+                Thread { [self] in pump(silent, from: client, to: -1) }.start()
+                continue
+            }
+            let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = Self.loopback(port: upstreamPort)
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard connected == 0 else {
+                close(upstream)
+                close(client)
+                continue
+            }
+            let number = state.withLock {
+                $0.next += 1
+                $0.connections[$0.next] = (client, upstream, false, 2)
+                return $0.next
+            }
+            Thread { [self] in pump(number, from: client, to: upstream) }.start()
+            Thread { [self] in pump(number, from: upstream, to: client) }.start()
+        }
+    }
+
+    /// Copies what `source` sends to `destination` until either ends, and drops it once the connection is
+    /// silenced (an end is then not passed on either).
+    private func pump(_ number: Int, from source: Int32, to destination: Int32) {
+        defer {
+            let ended = state.withLock { state -> (Int32, Int32)? in
+                guard var connection = state.connections[number] else { return nil }
+                connection.pumps -= 1
+                state.connections[number] = connection.pumps == 0 ? nil : connection
+                return connection.pumps == 0 ? (connection.client, connection.upstream) : nil
+            }
+            if let (client, upstream) = ended {
+                close(client)
+                if upstream >= 0 { close(upstream) }
+            }
+        }
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress!, $0.count) }
+            let silenced = state.withLock { $0.connections[number]?.silenced ?? true }
+            if count <= 0 {
+                if !silenced { shutdown(destination, Int32(SHUT_WR)) }
+                return
+            }
+            if silenced { continue }
+            var offset = 0
+            while offset < count {
+                let written = buffer.withUnsafeBytes { write(destination, $0.baseAddress! + offset, count - offset) }
+                guard written > 0 else { return }
+                offset += written
+            }
+        }
+    }
+}
