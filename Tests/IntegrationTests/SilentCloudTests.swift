@@ -9,7 +9,8 @@ import Testing
 /// A cloud that goes silent without closing (a network partition, a host gone, a hung process): the daemon's
 /// connections to it stay open and nothing comes. The daemon must notice (its realtime connection pings the
 /// cloud), say so to the clients that watch the session, and once the cloud is reachable again resume its
-/// topics, so that what the cloud sent into the silence still arrives.
+/// topics, so that what the cloud sent into the silence still arrives. Meanwhile cached copies are answered
+/// without waiting on questions the cloud does not answer.
 @Suite(.serialized) struct SilentCloudTests {
     static let hello = #"{"jsonrpc":"2.0","id":1,"method":"hello","params":{"client":"t","protocol":1}}"#
 
@@ -51,6 +52,55 @@ import Testing
                 $0.contains(#""method":"object.changed""#) && $0.contains(#""v":2"#)
             }
         }
+    }
+
+    @Test func cachedCopiesAreAnsweredWhileTheCloudDoesNotAnswer() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false)
+        defer { cluster.stop() }
+        let proxy = try PartitionProxy(upstreamPort: cluster.cloudPort)
+        defer { proxy.stop() }
+        // Pinged seldom: the connection still counts as up while its cloud is silent, so observations ask it
+        // whether their collection is readable.
+        let config = cluster.directory + "/livegated.conf"
+        try "realtime-ping-seconds = 3600\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let arguments = ["--cloud-url", "http://127.0.0.1:\(proxy.port)", "--config", config]
+        for id in ["a", "b", "c"] { try await cluster.put("notes", id, ["id": .string(id)]) }
+        try await cluster.startDaemon(extraArguments: arguments)
+        let observes = ["a", "b", "c"].enumerated().map { index, id in
+            #"{"jsonrpc":"2.0","id":\#(index + 10),"method":"object.observe","params":{"collection":"notes","id":"\#(id)"}}"#
+        }
+        // The cache gets the three objects; the next daemon starts with them and knows nothing of what the
+        // cloud lets it read.
+        try await RawConnection.with(cluster.socketPath) { client in
+            try await client.send(Self.hello)
+            _ = try await client.next()
+            for line in observes { try await client.send(line) }
+            var fresh = 0
+            try await Self.skip(client, until: "the cloud's copies") { line in
+                if line.contains(#""dataStatus":"fresh""#) { fresh += 1 }
+                return fresh == 3
+            }
+        }
+        #expect(cluster.stopDaemon() == 0)
+        try await cluster.startDaemon(extraArguments: arguments)
+        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        proxy.partition()
+        try await RawConnection.with(cluster.socketPath) { client in
+            try await client.send(Self.hello)
+            _ = try await client.next()
+            let sent = ContinuousClock.now
+            for line in observes { try await client.send(line) }
+            // The first asks the cloud whether notes is readable and waits at most 2 s for no answer; the others
+            // do not ask again (they waited the HTTP client's 10 s each, one after another).
+            var local = 0
+            try await Self.skip(client, until: "the three cached copies", timeout: .seconds(30)) { line in
+                if line.contains(#""dataStatus":"local""#) { local += 1 }
+                return local == 3
+            }
+            let waited = ContinuousClock.now - sent
+            #expect(waited < .seconds(6), "the cached copies took \(waited)")
+        }
+        #expect(cluster.daemonLog.contains("did not answer whether the collection is readable"))
     }
 
     /// How many pong frames the daemon's trace log says it received.

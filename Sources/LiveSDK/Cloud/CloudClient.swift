@@ -46,9 +46,16 @@ package struct CloudClient: Sendable {
         return try Self.decode(LoginResponse.self, from: body, what: "session renewal")
     }
 
-    /// What the session's user may do with `collection` (reads nothing of it).
-    func access(_ collection: String, token: String) async throws(LiveError) -> CollectionAccess {
-        let (status, body) = try await send(method: .GET, path: CloudPath.access(collection), token: token, body: Optional<Int>.none)
+    /// What the session's user may do with `collection` (reads nothing of it), within `timeout` (the client's
+    /// own when `nil`).
+    func access(_ collection: String, token: String, timeout: TimeAmount? = nil) async throws(LiveError) -> CollectionAccess {
+        let (status, body) = try await send(
+            method: .GET,
+            path: CloudPath.access(collection),
+            token: token,
+            body: Optional<Int>.none,
+            timeout: timeout
+        )
         guard status == .ok else { throw Self.error(status: status, body: body, what: "access check of \(collection)") }
         return try Self.decode(CollectionAccess.self, from: body, what: "access check")
     }
@@ -187,7 +194,8 @@ package struct CloudClient: Sendable {
         path: String,
         token: String?,
         body: (some Encodable)?,
-        writeID: String? = nil
+        writeID: String? = nil,
+        timeout: TimeAmount? = nil
     ) async throws(LiveError) -> (HTTPResponseStatus, ByteBuffer) {
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = method
@@ -198,7 +206,7 @@ package struct CloudClient: Sendable {
                 request.headers.add(name: "Content-Type", value: "application/json")
                 request.body = .bytes(ByteBuffer(bytes: try JSONEncoder().encode(body)))
             }
-            let response = try await httpClient.execute(request, timeout: timeout)
+            let response = try await httpClient.execute(request, timeout: timeout ?? self.timeout)
             let bytes = try await response.body.collect(upTo: 64 << 20)
             return (response.status, bytes)
         } catch {

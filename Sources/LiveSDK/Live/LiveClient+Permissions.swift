@@ -1,6 +1,8 @@
 // Licensed under the Apache License, Version 2.0.
 
 import LiveCloudAPI
+import Logging
+import NIOCore
 import Synchronization
 
 extension LiveClient {
@@ -11,8 +13,11 @@ extension LiveClient {
     /// What the engine learnt stands until the realtime connection is made again (the cloud's permissions
     /// may have changed meanwhile): each fetch says so, and when nothing did yet, the cloud's access check
     /// (`GET /v1/collections/{collection}/access`, which reads nothing) asks, once for every caller
-    /// meanwhile. Nothing is asked while the realtime connection is down, and a question that fails answers
-    /// nothing: the observation's own fetch reports why.
+    /// meanwhile, waiting at most ``readabilityQuestionTimeout``. Nothing is asked while the realtime connection
+    /// is down, and a question that fails answers nothing: the observation's own fetch reports why, and the
+    /// collection is not asked about again until the connection is made again (a cloud that stopped answering
+    /// without closing would otherwise hold every observation of it, one after another, for the whole timeout:
+    /// cached copies included).
     ///
     /// A collection known to be readable is answered where the caller runs, with no hop to the engine's loop
     /// (every observation asks: a burst of thousands paid two hops apiece).
@@ -23,7 +28,8 @@ extension LiveClient {
 
     private func checkReadableOnEngine(_ collection: String) async throws(LiveError) {
         if let refusal = collectionRefusals[collection] { throw refusal }
-        guard !collectionsReadable.contains(collection), connectionStatus == .connected else { return }
+        guard !collectionsReadable.contains(collection), !readabilityUnanswered.contains(collection), connectionStatus == .connected
+        else { return }
         let probe: Task<LiveError?, Never>
         if let running = readabilityProbes[collection] {
             probe = running
@@ -34,10 +40,16 @@ extension LiveClient {
         if let refusal = await probe.value { throw refusal }
     }
 
+    /// How long a readability question may wait for the cloud: it holds the observations that ask, cached
+    /// copies included, and the cloud answers it without reading anything.
+    static let readabilityQuestionTimeout: TimeAmount = .seconds(2)
+
     private func askReadable(_ collection: String) async -> LiveError? {
         defer { readabilityProbes[collection] = nil }
         do {
-            let access = try await withSession { token throws(LiveError) in try await cloud.access(collection, token: token) }
+            let access = try await withSession { token throws(LiveError) in
+                try await cloud.access(collection, token: token, timeout: Self.readabilityQuestionTimeout)
+            }
             guard access.read else {
                 let refusal = LiveError(
                     code: .notPermitted,
@@ -50,6 +62,11 @@ extension LiveClient {
             readOutcome(collection, nil)
             return nil
         } catch {
+            readabilityUnanswered.insert(collection)
+            logger.notice(
+                "the cloud did not answer whether the collection is readable: its observations go on without asking until the realtime connection is made again",
+                metadata: ["collection": "\(collection)", "error": "\(error)"]
+            )
             return nil
         }
     }
@@ -73,6 +90,7 @@ extension LiveClient {
 
     /// The realtime connection was made again: the cloud's permissions may have changed while it was down.
     func forgetReadability() {
+        readabilityUnanswered.removeAll()
         collectionsReadable.removeAll()
         knownReadable.withLock { $0.removeAll() }
         collectionRefusals.removeAll()

@@ -149,6 +149,9 @@ public actor LiveClient {
     nonisolated let knownReadable = Mutex<Set<String>>([])
     var collectionRefusals: [String: LiveError] = [:]
     var readabilityProbes: [String: Task<LiveError?, Never>] = [:]
+    /// Collections whose question got no answer on this realtime connection: not asked again until it is made
+    /// again (or a read teaches the answer).
+    var readabilityUnanswered: Set<String> = []
     // Streams (see LiveClient+Streams.swift).
     var streamListeners: [Topic: [Int: StreamListener]] = [:]
     var nextStreamListener = 0
