@@ -14,7 +14,7 @@ import Synchronization
 /// A run is phases of a few seconds: remote writers change items (rank, group, deletions), clients write
 /// through the daemon, page their windows and observe again; one or two faults strike (realtime drops, the
 /// cloud refusing connections or REST calls, the cloud killed and restarted, the daemon killed or stopped and
-/// restarted, a client that stops reading). Now and then a client observes an object the daemon has never
+/// restarted, a client that stops reading, a network partition between the daemon and the cloud). Now and then a client observes an object the daemon has never
 /// held while the remote writer creates it and writes it again at once: the engine reads a new object and
 /// subscribes its topic from the read, and those writes land between the two (the window where a version
 /// replayed after the read must still be told). Then writes and faults stop, and the checker waits for every
@@ -29,6 +29,9 @@ struct LiveSemanticsChecker {
     enum Fault: String, CaseIterable, Sendable {
         case realtimeDrop, cloudRefusesRealtime, cloudFailsRequests, cloudLosesWriteAnswers, cloudKilled, daemonKilled, daemonStopped,
             slowReader
+        /// A network partition between the daemon and the cloud for 0.5-3 s: every connection open between them
+        /// goes silent for good (neither side closes it; what is sent is lost), new ones too until it heals.
+        case cloudSilent
     }
 
     struct Figures: CustomStringConvertible {
@@ -66,12 +69,14 @@ struct LiveSemanticsChecker {
         let cacheBound = Bool.random(using: &bounding) ? Int.random(in: 5...40, using: &bounding) : nil
         let cluster = try await TestCluster.start(startDaemon: false, cloudArguments: ["--event-retention", "\(retention)"])
         defer { cluster.stop() }
-        var daemonArguments: [String] = []
-        if let cacheBound {
-            let config = cluster.directory + "/livegated.conf"
-            try "cache-max-entities = \(cacheBound)\n".write(toFile: config, atomically: true, encoding: .utf8)
-            daemonArguments = ["--config", config]
-        }
+        // The daemon reaches the cloud through a proxy that can partition them (``Fault/cloudSilent``), and pings
+        // it each second, so that a partition is noticed within a phase.
+        let proxy = try PartitionProxy(upstreamPort: cluster.cloudPort)
+        defer { proxy.stop() }
+        let config = cluster.directory + "/livegated.conf"
+        try ("realtime-ping-seconds = 1\n" + (cacheBound.map { "cache-max-entities = \($0)\n" } ?? ""))
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        let daemonArguments = ["--config", config, "--cloud-url", "http://127.0.0.1:\(proxy.port)"]
         try await cluster.startDaemon(extraArguments: daemonArguments)
         let log = CheckerLog()
         log.note("seed \(seed), event retention \(retention), cache bound \(cacheBound.map(String.init) ?? "none")")
@@ -113,6 +118,7 @@ struct LiveSemanticsChecker {
             let phaseSeed = random.next()
             let (remoteCount, localCount) = try await runPhase(
                 cluster: cluster,
+                proxy: proxy,
                 daemonArguments: daemonArguments,
                 clients: clients,
                 faults: faults,
@@ -123,7 +129,7 @@ struct LiveSemanticsChecker {
             for fault in faults { figures.faults[fault, default: 0] += 1 }
             figures.remoteWrites += remoteCount
             figures.localWrites += localCount
-            try await settle(cluster: cluster, clients: clients, remote: &remote, log: log)
+            try await settle(cluster: cluster, proxy: proxy, clients: clients, remote: &remote, log: log)
             figures.settleChecks += 1
             if !log.violations.isEmpty { break }
         }
@@ -137,6 +143,7 @@ struct LiveSemanticsChecker {
     /// One phase: writes and actions for about 2–4 s, the faults striking at random moments within it.
     private func runPhase(
         cluster: TestCluster,
+        proxy: PartitionProxy,
         daemonArguments: [String],
         clients: [CheckerClient],
         faults: [Fault],
@@ -155,7 +162,15 @@ struct LiveSemanticsChecker {
         while clock.now - start < length {
             if let next = schedule.first, clock.now >= next.at {
                 schedule.removeFirst()
-                try await strike(next.fault, cluster: cluster, daemonArguments: daemonArguments, clients: clients, random: &random, log: log)
+                try await strike(
+                    next.fault,
+                    cluster: cluster,
+                    proxy: proxy,
+                    daemonArguments: daemonArguments,
+                    clients: clients,
+                    random: &random,
+                    log: log
+                )
             }
             let id = remote.ids.randomElement(using: &random)!
             switch Int.random(in: 0..<40, using: &random) {
@@ -218,6 +233,7 @@ struct LiveSemanticsChecker {
     private func strike(
         _ fault: Fault,
         cluster: TestCluster,
+        proxy: PartitionProxy,
         daemonArguments: [String],
         clients: [CheckerClient],
         random: inout SeededGenerator,
@@ -245,6 +261,13 @@ struct LiveSemanticsChecker {
             }
             try await cluster.startDaemon(extraArguments: daemonArguments)
             try await reconnect(clients, cluster: cluster)
+        case .cloudSilent:
+            proxy.partition()
+            let length = Duration.milliseconds(Int.random(in: 500...3000, using: &random))
+            Task {
+                try? await Task.sleep(for: length)
+                proxy.heal()
+            }
         case .slowReader:
             let client = clients.randomElement(using: &random)!
             let pause = Duration.milliseconds(Int.random(in: 300...1500, using: &random))
@@ -268,8 +291,15 @@ struct LiveSemanticsChecker {
     }
 
     /// Writes and faults stopped: everything must come to show the cloud's data.
-    private func settle(cluster: TestCluster, clients: [CheckerClient], remote: inout RemoteWriter, log: CheckerLog) async throws {
+    private func settle(
+        cluster: TestCluster,
+        proxy: PartitionProxy,
+        clients: [CheckerClient],
+        remote: inout RemoteWriter,
+        log: CheckerLog
+    ) async throws {
         try await cluster.fault("{}")
+        proxy.heal()
         for client in clients { await client.setReading(true) }
         let deadline = ContinuousClock.now + .seconds(30)
         var differences: [String] = []
