@@ -29,9 +29,9 @@ import Testing
             try await client.send(Self.hello)
             _ = try await client.next()
             try await client.send(#"{"jsonrpc":"2.0","id":2,"method":"session.state","params":{"watch":true}}"#)
-            try await Self.skip(client, until: "the realtime connection") { $0.contains(#""connection":"connected""#) }
+            _ = try await elements(client.lines, until: "the realtime connection") { $0.contains(#""connection":"connected""#) }
             try await client.send(#"{"jsonrpc":"2.0","id":3,"method":"object.observe","params":{"collection":"notes","id":"n1"}}"#)
-            try await Self.skip(client, until: "the cloud's copy") { $0.contains(#""dataStatus":"fresh""#) && $0.contains(#""v":1"#) }
+            _ = try await elements(client.lines, until: "the cloud's copy") { $0.contains(#""dataStatus":"fresh""#) && $0.contains(#""v":1"#) }
             // A cloud that answers the pings keeps the connection (the WebSocket's frames are traced in the log).
             try await eventually("three pings answered", timeout: .seconds(15)) { Self.pongs(in: cluster.daemonLog) >= 3 }
             #expect(!cluster.daemonLog.contains("realtime connection lost"))
@@ -48,7 +48,7 @@ import Testing
             // Reachable again (the silent connections stay dead: the far side forgot them): the daemon connects
             // anew and resumes its topic from the last event it heard, so the change sent into the silence arrives.
             proxy.heal()
-            try await Self.skip(client, until: "the change sent while the cloud was silent", timeout: .seconds(40)) {
+            _ = try await elements(client.lines, until: "the change sent while the cloud was silent") {
                 $0.contains(#""method":"object.changed""#) && $0.contains(#""v":2"#)
             }
         }
@@ -75,11 +75,7 @@ import Testing
             try await client.send(Self.hello)
             _ = try await client.next()
             for line in observes { try await client.send(line) }
-            var fresh = 0
-            try await Self.skip(client, until: "the cloud's copies") { line in
-                if line.contains(#""dataStatus":"fresh""#) { fresh += 1 }
-                return fresh == 3
-            }
+            for _ in observes { _ = try await elements(client.lines, until: "a cloud's copy") { $0.contains(#""dataStatus":"fresh""#) } }
         }
         #expect(cluster.stopDaemon() == 0)
         try await cluster.startDaemon(extraArguments: arguments)
@@ -92,11 +88,7 @@ import Testing
             for line in observes { try await client.send(line) }
             // The first asks the cloud whether notes is readable and waits at most 2 s for no answer; the others
             // do not ask again (they waited the HTTP client's 10 s each, one after another).
-            var local = 0
-            try await Self.skip(client, until: "the three cached copies", timeout: .seconds(30)) { line in
-                if line.contains(#""dataStatus":"local""#) { local += 1 }
-                return local == 3
-            }
+            for _ in observes { _ = try await elements(client.lines, until: "a cached copy") { $0.contains(#""dataStatus":"local""#) } }
             let waited = ContinuousClock.now - sent
             #expect(waited < .seconds(6), "the cached copies took \(waited)")
         }
@@ -106,21 +98,6 @@ import Testing
     /// How many pong frames the daemon's trace log says it received.
     static func pongs(in log: String) -> Int {
         log.split(separator: "\n").count { $0.contains("Received WebSocketFrame(") && $0.contains("pong") }
-    }
-
-    /// Reads lines until one satisfies `condition`.
-    static func skip(
-        _ client: RawConnection,
-        until what: String,
-        timeout: Duration = .seconds(20),
-        _ condition: (String) -> Bool
-    ) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            let left = deadline - ContinuousClock.now
-            guard left > .zero else { throw ClusterError("not within \(timeout): \(what)") }
-            if condition(try await client.next(timeout: left)) { return }
-        }
     }
 }
 
