@@ -46,9 +46,8 @@ package struct CloudClient: Sendable {
         return try Self.decode(LoginResponse.self, from: body, what: "session renewal")
     }
 
-    /// What the session's user may do with `collection` (reads nothing of it), within `timeout` (the client's
-    /// own when `nil`).
-    func access(_ collection: String, token: String, timeout: TimeAmount? = nil) async throws(LiveError) -> CollectionAccess {
+    /// What the session's user may do with `collection` (reads nothing of it), within `timeout`.
+    func access(_ collection: String, token: String, timeout: TimeAmount) async throws(LiveError) -> CollectionAccess {
         let (status, body) = try await send(
             method: .GET,
             path: CloudPath.access(collection),
