@@ -76,7 +76,7 @@ import Testing
         let cluster = try await cluster(config: "max-tokens-per-connection = 1\n")
         defer { cluster.stop() }
         // The cloud refuses a stream subscription once the daemon's realtime link is up to ask it.
-        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        try await cluster.daemonRealtimeConnected()
         try await RawConnection.with(cluster.socketPath) { raw in
             // Refused by the cloud (no such stream), twice: neither counts against the one token allowed.
             for n in 1...2 {

@@ -79,14 +79,12 @@ import Testing
         }
         #expect(cluster.stopDaemon() == 0)
         try await cluster.startDaemon(extraArguments: arguments)
+        // Only once the daemon takes its realtime connection as made does an observation ask the cloud.
+        try await cluster.daemonRealtimeConnected()
+        proxy.partition()
         try await RawConnection.with(cluster.socketPath) { client in
             try await client.send(Self.hello)
             _ = try await client.next()
-            // Partitioned once the daemon itself counts its realtime connection as made (the cloud counts it a
-            // little earlier): only then does an observation ask the cloud.
-            try await client.send(#"{"jsonrpc":"2.0","id":2,"method":"session.state","params":{"watch":true}}"#)
-            _ = try await elements(client.lines, until: "the realtime connection") { $0.contains(#""connection":"connected""#) }
-            proxy.partition()
             let sent = ContinuousClock.now
             for line in observes { try await client.send(line) }
             // The first asks the cloud whether notes is readable and waits at most 2 s for no answer; the others

@@ -38,7 +38,7 @@ import Testing
         defer { cluster.stop() }
         // Transcripts start from a daemon whose realtime link is up: an observation made before it would
         // be fetched again once it is (to prove continuity), adding notifications a transcript cannot fix.
-        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        try await cluster.daemonRealtimeConnected()
         var volatile: [String] = []
         try await RawConnection.with(cluster.socketPath) { raw in
             for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
