@@ -11,17 +11,16 @@ import Synchronization
 /// check every notification as it arrives (``CheckerClient``) and, after each phase, that everything settles
 /// on the cloud's data as the checker's own model of queries computes it.
 ///
-/// A run is phases of a few seconds: remote writers change items (rank, group, deletions), clients write
-/// through the daemon, page their windows and observe again; one or two faults strike (realtime drops, the
-/// cloud refusing connections or REST calls, the cloud killed and restarted, the daemon killed or stopped and
-/// restarted, a client that stops reading, a network partition between the daemon and the cloud). Now and then a client observes an object the daemon has never
-/// held while the remote writer creates it and writes it again at once: the engine reads a new object and
-/// subscribes its topic from the read, and those writes land between the two (the window where a version
-/// replayed after the read must still be told). Then writes and faults stop, and the checker waits for every
-/// token to show the cloud's data, `count` and paging flags exactly, for the daemon's token count to equal
-/// the tokens the clients hold and its outbox to be empty; then every write must have been applied once
-/// (``WriteLedger``). A daemon stopped with SIGTERM (as a fault, and at the end of the run) must exit with
-/// status 0 within 25 s.
+/// A run is phases of a few seconds: remote writers change items (rank, group, deletions), clients write through the
+/// daemon, page their windows and observe again; one or two faults strike (realtime drops, the cloud refusing
+/// connections or REST calls, the cloud killed and restarted, the daemon killed or stopped and restarted, a client that
+/// stops reading, a network partition between the daemon and the cloud). Now and then a client observes an object the
+/// daemon has never held while the remote writer creates it and writes it again at once: the engine reads a new object
+/// and subscribes its topic from the read, and those writes land between the two (the window where a version replayed
+/// after the read must still be told). Then writes and faults stop, and the checker waits for every token to show the
+/// cloud's data, `count` and paging flags exactly, for the daemon's token count to equal the tokens the clients hold
+/// and its outbox to be empty; then every write must have been applied once (``WriteLedger``). A daemon stopped with
+/// SIGTERM (as a fault, and at the end of the run) must exit with status 0 within 25 s.
 struct LiveSemanticsChecker {
     static let collection = "chk"
     static let groups = ["g1", "g2"]
