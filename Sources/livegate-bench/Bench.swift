@@ -351,7 +351,7 @@ struct Bench: AsyncParsableCommand {
         var latencies: [UInt64] = []
         latencies.reserveCapacity(delivered)
         for reception in pool.receptions { latencies += reception.latencies }
-        if timeline { printTimeline(system, pool, sentPerSubscriber: total) }
+        if timeline { printTimeline(system, pool.receptions, sentPerSubscriber: total) }
         latencies.sort()
         let percentile = { (p: Double) in milliseconds(atPercentile: p, of: latencies) }
         let row = Row(
@@ -378,25 +378,25 @@ struct Bench: AsyncParsableCommand {
     /// The latency run's p50 / p99 / max per 100 ms of send time (one `window:p50/p99/max` per window, in ms),
     /// how many subscribers ever waited over 100 ms (whether a tail is a moment every subscriber lived
     /// through, or a few subscribers behind for long), and how many received fewer than were sent (coalesced).
-    func printTimeline(_ system: String, _ pool: SubscriberPool, sentPerSubscriber: Int) {
-        let start = pool.receptions.compactMap { $0.stamps.min() }.min() ?? 0
+    func printTimeline(_ system: String, _ receptions: [Reception], sentPerSubscriber: Int) {
+        let start = receptions.compactMap { $0.stamps.min() }.min() ?? 0
         var windows: [Int: [UInt64]] = [:]
-        for reception in pool.receptions {
+        for reception in receptions {
             for (stamp, latency) in zip(reception.stamps, reception.latencies) {
                 windows[Int((stamp &- start) / 100_000_000), default: []].append(latency)
             }
         }
-        var line = "  \(system), N=\(pool.receptions.count): p50/p99/max ms per 100 ms:"
+        var line = "  \(system), N=\(receptions.count): p50/p99/max ms per 100 ms of send time from \(start) ns of CLOCK_MONOTONIC:"
         for window in windows.keys.sorted() {
             let sorted = windows[window, default: []].sorted()
             let figures = [0.5, 0.99].map { milliseconds(atPercentile: $0, of: sorted) } + [Double(sorted.last ?? 0) / 1e6]
             line += " \(window):" + figures.map { String(format: "%.0f", $0) }.joined(separator: "/")
         }
         say(line)
-        let behind = pool.receptions.filter { ($0.latencies.max() ?? 0) > 100_000_000 }.count
-        let coalesced = pool.receptions.filter { $0.deliveries < sentPerSubscriber }.count
+        let behind = receptions.filter { ($0.latencies.max() ?? 0) > 100_000_000 }.count
+        let coalesced = receptions.filter { $0.deliveries < sentPerSubscriber }.count
         say(
-            "  \(system), N=\(pool.receptions.count): \(behind) of \(pool.receptions.count) subscribers waited over 100 ms at least once; "
+            "  \(system), N=\(receptions.count): \(behind) of \(receptions.count) subscribers waited over 100 ms at least once; "
                 + "\(coalesced) received fewer than the \(sentPerSubscriber) sent"
         )
     }

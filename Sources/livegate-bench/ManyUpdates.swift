@@ -99,7 +99,7 @@ extension Bench {
         cloud: LoadCloud
     ) async throws {
         let receptions = pools.map { $0.receptions[0] }
-        for reception in receptions { reception.reset(recordLatencies: true) }
+        for reception in receptions { reception.reset(recordLatencies: true, recordStamps: timeline) }
         let cpuBefore = process.cpuSeconds
         let benchBefore = Child.cpuSeconds(process: "self")
         let total = Int(Double(rate) * seconds)
@@ -108,6 +108,7 @@ extension Bench {
         let delivered = try await settle(receptions, expected: total)
         let cpu = process.cpuSeconds - cpuBefore
         let benchCPU = Child.cpuSeconds(process: "self") - benchBefore
+        if timeline { printTimeline(system, receptions, sentPerSubscriber: total / receptions.count) }
         var latencies = receptions.flatMap(\.latencies)
         latencies.sort()
         let figures = [0.5, 0.99].map { milliseconds(atPercentile: $0, of: latencies) } + [Double(latencies.last ?? 0) / 1e6]
