@@ -51,6 +51,18 @@ import Testing
             _ = try await elements(client.lines, until: "the change sent while the cloud was silent") {
                 $0.contains(#""method":"object.changed""#) && $0.contains(#""v":2"#)
             }
+
+            // The HTTP connection the daemon read n1 on went silent too, and stays so: an object observed now
+            // is read on a new one (taking the silent one, the readability question waited out its 2 s, a
+            // fetch its 10 s).
+            try await cluster.put("notes", "n2", ["v": 1])
+            let asked = ContinuousClock.now
+            try await client.send(#"{"jsonrpc":"2.0","id":4,"method":"object.observe","params":{"collection":"notes","id":"n2"}}"#)
+            _ = try await elements(client.lines, until: "n2's copy from the cloud") {
+                $0.contains(#""dataStatus":"fresh""#) && $0.contains(#""id":"n2""#)
+            }
+            let waited = ContinuousClock.now - asked
+            #expect(waited < .seconds(1), "n2 came after \(waited)")
         }
     }
 

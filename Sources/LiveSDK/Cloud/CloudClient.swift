@@ -13,26 +13,15 @@ import NIOPosix
 package struct CloudClient: Sendable {
     /// `http://host:port`, without a trailing slash.
     let baseURL: String
-    let httpClient: HTTPClient
+    /// The engine's HTTP client, renewed when the cloud went silent (``CloudConnections``).
+    let connections: CloudConnections
     let timeout: TimeAmount
 
-    init(baseURL: String, httpClient: HTTPClient = CloudClient.engineHTTPClient, timeout: TimeAmount = .seconds(10)) {
+    package init(baseURL: String, connections: CloudConnections = CloudConnections(), timeout: TimeAmount = .seconds(10)) {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
-        self.httpClient = httpClient
+        self.connections = connections
         self.timeout = timeout
     }
-
-    /// The engine's HTTP client, for the life of the process (like `HTTPClient.shared`, never shut down). A
-    /// connection that cannot be made fails the request at once: the engine retries with its own backoff and
-    /// tells observers meanwhile. (The default client retries a refused connection until its connect timeout,
-    /// which kept observers `loading` for 10 s before they heard of the failure.) A connection attempt that
-    /// gets no answer (the cloud's host unreachable) fails after 3 s.
-    static let engineHTTPClient: HTTPClient = {
-        var configuration = HTTPClient.Configuration.singletonConfiguration
-        configuration.connectionPool.retryConnectionEstablishment = false
-        configuration.timeout.connect = .seconds(3)
-        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-    }()
 
     func login(_ request: LoginRequest) async throws(LiveError) -> LoginResponse {
         let (status, body) = try await send(method: .POST, path: CloudPath.login, token: nil, body: request)
@@ -66,7 +55,7 @@ package struct CloudClient: Sendable {
 
     /// The stored entity; its tombstone (`deleted`, no data, the deletion's version) when the object was
     /// deleted; `nil` when the cloud never had it.
-    func fetch(_ key: EntityKey, token: String) async throws(LiveError) -> Entity? {
+    package func fetch(_ key: EntityKey, token: String) async throws(LiveError) -> Entity? {
         let (status, body) = try await send(method: .GET, path: CloudPath.object(key), token: token, body: Optional<Int>.none)
         if status == .notFound {
             // A deleted object's 404 carries the deletion's version (Protocol/cloud, Objects).
@@ -205,7 +194,7 @@ package struct CloudClient: Sendable {
                 request.headers.add(name: "Content-Type", value: "application/json")
                 request.body = .bytes(ByteBuffer(bytes: try JSONEncoder().encode(body)))
             }
-            let response = try await httpClient.execute(request, timeout: timeout ?? self.timeout)
+            let response = try await connections.client.execute(request, timeout: timeout ?? self.timeout)
             let bytes = try await response.body.collect(upTo: 64 << 20)
             return (response.status, bytes)
         } catch {

@@ -214,6 +214,7 @@ public actor LiveClient {
         realtime = RealtimeConnection(
             cloudURL: configuration.cloudURL,
             session: session,
+            cloudConnections: cloud.connections,
             logger: logger,
             events: realtimeEvents,
             linger: configuration.topicLinger,

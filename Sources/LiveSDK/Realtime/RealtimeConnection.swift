@@ -78,12 +78,15 @@ package actor RealtimeConnection {
     private let engineLoop: EngineLoop
     package nonisolated var unownedExecutor: UnownedSerialExecutor { engineLoop.serialExecutor }
     private let session: Session
+    /// The engine's HTTP connections to the same cloud: renewed when this connection finds the cloud silent.
+    private let cloudConnections: CloudConnections
     private let logger: Logger
     private let events: BatchQueue<RealtimeEvent>
 
     init(
         cloudURL: String,
         session: Session,
+        cloudConnections: CloudConnections,
         logger: Logger,
         events: BatchQueue<RealtimeEvent>,
         linger: Duration = .seconds(2),
@@ -101,6 +104,7 @@ package actor RealtimeConnection {
         }
         self.url = base + CloudPath.realtime
         self.session = session
+        self.cloudConnections = cloudConnections
         self.logger = logger
         self.events = events
     }
@@ -303,15 +307,19 @@ package actor RealtimeConnection {
                     logger.info("realtime connection closed by the cloud")
                 } else {
                     // Reset, or given up because the cloud answered no ping: silent without closing (a network
-                    // partition, a host gone, a hung process). Whatever was sent meanwhile is resumed from.
+                    // partition, a host gone, a hung process). Whatever was sent meanwhile is resumed from; the
+                    // HTTP connections that went silent with it are not taken again.
                     logger.warning(
                         "realtime connection lost without the cloud closing it (reset, or no answer to a ping within \(pingInterval)); reconnecting"
                     )
+                    cloudConnections.renew()
                 }
             } catch is CancellationError {
                 break
             } catch {
                 logger.warning("realtime connection failed", metadata: ["error": "\(error)"])
+                // A handshake the cloud never answered: the HTTP connections made meanwhile are as silent.
+                if error is RealtimeHandshakeTimeout { cloudConnections.renew() }
             }
             disconnected()
             let delay = machine.connectionLost(jitter: Double.random(in: 0..<1))
