@@ -39,7 +39,7 @@ import Testing
         try await cluster.put("notes", "r1", ["v": 2], token: token)
         try await cluster.put("notes", "r1", ["v": 3], token: token)
         try await cluster.startDaemon()
-        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        try await cluster.daemonRealtimeConnected()
 
         let seen = try await observeAfterRestart(cluster, "r1", untilVersion: 3)
         #expect(seen.first?.dataStatus == .local && seen.first?.snapshot?.version == 1, "the cached copy first: \(seen)")
@@ -82,7 +82,7 @@ import Testing
         // With the link up, the observation resumes from its checkpoint and the replay (v2, v3) is told once, as
         // v3. (Observed while the link still connects, it is fetched instead, and the replay that follows when the
         // link comes up may show v2 before the fetch's answer: every version in order, no skip to tell.)
-        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        try await cluster.daemonRealtimeConnected()
         let seen = try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "checkpoint") { daemon in
             let queue = Queue(try await daemon.observeObject(collection: "notes", id: "g1", sinceVersion: 1).changes)
             return try await elements(queue, until: "v3") { $0.snapshot?.version == 3 && $0.dataStatus == .fresh }
@@ -120,7 +120,7 @@ import Testing
         _ = try await cluster.delete("notes", "d1")
         for n in 1...20 { try await cluster.put("notes", "other", ["n": .number(Double(n))], token: token) }
         try await cluster.startDaemon()
-        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        try await cluster.daemonRealtimeConnected()
 
         let seen = try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "checkpoint") { daemon in
             let queue = Queue(try await daemon.observeObject(collection: "notes", id: "d1", sinceVersion: 2).changes)
@@ -161,7 +161,7 @@ import Testing
         try await cluster.put("chat", "d", ["room": "r", "rank": 25], token: token)
         try await cluster.put("chat", "a", ["room": "r", "rank": 10, "edited": true], token: token)
         try await cluster.startDaemon()
-        try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        try await cluster.daemonRealtimeConnected()
 
         let seen = try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "checkpoint") { daemon in
             let updates = Queue(try await daemon.observeCollection(collection: "chat", query: query).updates)

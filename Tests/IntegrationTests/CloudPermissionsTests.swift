@@ -62,7 +62,7 @@ import Testing
             }
             #expect(error?.code == .notPermitted)
             // Observing what the daemon's user may not read: the request fails, no token is made.
-            try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+            try await cluster.daemonRealtimeConnected()
             for _ in 1...2 {
                 let object = await #expect(throws: LiveGateError.self) {
                     _ = try await client.observeObject(collection: "audit", id: "a")
