@@ -28,7 +28,7 @@ struct CloudConnectionsTests {
             }
         }
         // The request's connection is made (the listener accepts it and never answers).
-        try await cloud.waitForConnections(1, timeout: .seconds(10))
+        try await eventually("the request's connection", timeout: .seconds(10)) { cloud.connections == 1 }
         connections.renew()
         let error = await waiting.value
         #expect(error?.code == .cloudUnavailable, "\(String(describing: error))")
@@ -36,7 +36,7 @@ struct CloudConnectionsTests {
 
         // The next request goes out on a connection of its own.
         let next = Task { try? await client.fetch(key, token: "t") }
-        try await cloud.waitForConnections(2, timeout: .seconds(10))
+        try await eventually("a second connection", timeout: .seconds(10)) { cloud.connections == 2 }
         connections.renew()
         _ = await next.value
     }
@@ -46,58 +46,24 @@ struct CloudConnectionsTests {
 private final class SilentListener: Sendable {
     let port: Int
     private let listener: Int32
-    private let accepted = Accepted()
+    private let accepted = Mutex<[Int32]>([])
 
     init() throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) }
-        }
-        guard bound == 0, listen(listener, 16) == 0 else {
-            close(listener)
-            throw SilentListenerError()
-        }
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
-        }
-        self.listener = listener
-        port = Int(UInt16(bigEndian: address.sin_port))
-        let accepted = self.accepted
-        let thread = Thread {
+        (listener, port) = try LoopbackSockets.listen(backlog: 16, what: "the silent listener")
+        Thread { [self] in
             while true {
                 let connection = accept(listener, nil, nil)
                 guard connection >= 0 else { return }  // the listener was shut down
                 accepted.withLock { $0.append(connection) }
             }
-        }
-        thread.start()
+        }.start()
     }
 
     var connections: Int { accepted.withLock { $0.count } }
-
-    func waitForConnections(_ count: Int, timeout: Duration) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while connections < count {
-            guard ContinuousClock.now < deadline else { throw SilentListenerError() }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-    }
 
     func stop() {
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
         for connection in accepted.withLock({ $0 }) { close(connection) }
     }
-}
-
-private struct SilentListenerError: Error {}
-
-/// The connections a ``SilentListener`` accepted (shared with its accepting thread).
-private final class Accepted: Sendable {
-    private let sockets = Mutex<[Int32]>([])
-    func withLock<T>(_ body: (inout [Int32]) -> T) -> T { sockets.withLock { body(&$0) } }
 }
