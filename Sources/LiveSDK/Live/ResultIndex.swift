@@ -90,8 +90,11 @@ package actor ResultIndex {
         while true {
             let generation = resets
             try await fill(upTo: 1)
+            // The state answered from must itself be filled: a reset counted before `generation` was taken may
+            // empty the index after the fill looked at it, and its count of 0 would pass for the result's (a
+            // C client read a result of four as four items of 0). Emptied, it is filled again.
             let state = try await cache.resultIndexState(key)
-            if resets == generation { return state.count }
+            if resets == generation, state.filled > 0 || state.complete { return state.count }
         }
     }
 
