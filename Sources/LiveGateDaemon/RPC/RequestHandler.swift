@@ -445,8 +445,8 @@ struct RequestHandler {
             )
         case .result:
             // Engine errors become their protocol form (a cloud that cannot be reached: -32004).
-            let items = try await token.objects(in: request.offset..<(request.offset + request.limit))
-            let count = try await token.resultCount()
+            // The items and the count from one state of the result, so they agree under concurrent changes.
+            let (items, count) = try await token.objectsAndCount(in: request.offset..<(request.offset + request.limit))
             result = CollectionItemsResult(offset: request.offset, items: items.map(ObjectSnapshot.init), size: count, count: count)
         }
         connection.respond(result: result, id: id)

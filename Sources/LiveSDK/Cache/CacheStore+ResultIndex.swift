@@ -186,8 +186,9 @@ extension CacheStore {
 
     /// What reading a range of a result index found.
     enum ResultItems: Sendable {
-        /// The items at the positions asked for, in order (fewer only where the whole result ends).
-        case items([Entity])
+        /// The items at the positions asked for, in order (fewer only where the whole result ends), with the
+        /// result's count as the same state of the index holds it.
+        case items([Entity], count: Int)
         /// The index holds fewer items than asked for and is not the whole result (a change removed some,
         /// or a reset emptied it, since it was filled): fill it again.
         case short
@@ -195,8 +196,8 @@ extension CacheStore {
         case entityMissing
     }
 
-    /// The index's items at `positions`, in order, read in one transaction with how far the index reaches,
-    /// so they are one state of it.
+    /// The index's items at `positions`, in order, read in one transaction with how far the index reaches and
+    /// the result's count, so they are one state of it.
     func resultItems(_ query: String, collection: String, _ positions: Range<Int>) async throws(LiveError) -> ResultItems {
         try await readIndex { db in
             let state = try Self.state(db, query)
@@ -212,7 +213,7 @@ extension CacheStore {
                 guard let entity = try Self.entity(db, EntityKey(collection: collection, id: id)) else { return .entityMissing }
                 entities.append(entity)
             }
-            return .items(entities)
+            return .items(entities, count: state.count)
         }
     }
 

@@ -655,6 +655,13 @@ public final class LiveCollectionToken: Sendable {
         return try await resultIndex().objects(in: range)
     }
 
+    /// The objects at `range` of the query's whole result, as ``objects(in:)`` reads them, with the result's
+    /// count as ``resultCount()`` gives it, both from one state of the result (one read of the cache).
+    public func objectsAndCount(in range: Range<Int>) async throws(LiveError) -> (objects: [Entity], count: Int) {
+        guard range.lowerBound >= 0 else { throw LiveError(code: .invalidArgument, message: "an index must be 0 or more") }
+        return try await resultIndex().objectsAndCount(in: range)
+    }
+
     /// The query's whole result, in order (in memory: use ``objects(in:)`` for a large one).
     public func allObjects() async throws(LiveError) -> [Entity] {
         try await resultIndex().allObjects()

@@ -100,13 +100,22 @@ package actor ResultIndex {
 
     /// The objects at `positions` of the result (fewer when it ends before), in order.
     package func objects(in positions: Range<Int>) async throws(LiveError) -> [Entity] {
+        try await objectsAndCount(in: positions).objects
+    }
+
+    /// The objects at `positions` of the result (fewer when it ends before), in order, and the result's count,
+    /// both from one state of the index: a change applied between two separate reads cannot put an object in
+    /// one and leave it out of the other.
+    package func objectsAndCount(in positions: Range<Int>) async throws(LiveError) -> (objects: [Entity], count: Int) {
+        // An empty range reads no item, and so proves nothing filled: the count's own read answers.
+        guard !positions.isEmpty else { return ([], try await count()) }
         for _ in 0..<5 {
             let generation = resets
             try await fill(upTo: positions.upperBound)
             // Read in one transaction with how far the index reaches: emptied since the fill (a resync: the
             // realtime link came up after the index opened) or shortened by a change, it is filled again.
             switch try await cache.resultItems(key, collection: query.collection, positions) {
-            case .items(let items) where resets == generation: return items
+            case .items(let items, let count) where resets == generation: return (items, count)
             case .items, .short: continue
             case .entityMissing: try await reset()
             }
