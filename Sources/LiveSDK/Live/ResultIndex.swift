@@ -87,20 +87,16 @@ package actor ResultIndex {
     /// How many objects match the query (the cloud's count as of the first page, adjusted by the changes
     /// seen since; exact once the whole result is in the index).
     package func count() async throws(LiveError) -> Int {
-        while true {
-            let generation = resets
-            try await fill(upTo: 1)
-            // The state answered from must itself be filled: a reset counted before `generation` was taken may
-            // empty the index after the fill looked at it, and its count of 0 would pass for the result's (a
-            // C client read a result of four as four items of 0). Emptied, it is filled again.
-            let state = try await cache.resultIndexState(key)
-            if resets == generation, state.filled > 0 || state.complete { return state.count }
-        }
+        // Read with the first item, in one state of the index: a reset that empties it after the fill looked
+        // sends the read to fill again (answered from the emptied state, a count of 0 would pass for the
+        // result's: a C client read a result of four as four items of 0).
+        try await objectsAndCount(in: 0..<1).count
     }
 
     /// The objects at `positions` of the result (fewer when it ends before), in order.
     package func objects(in positions: Range<Int>) async throws(LiveError) -> [Entity] {
-        try await objectsAndCount(in: positions).objects
+        guard !positions.isEmpty else { return [] }
+        return try await objectsAndCount(in: positions).objects
     }
 
     /// The objects at `positions` of the result (fewer when it ends before), in order, and the result's count,
