@@ -12,26 +12,14 @@ import Testing
         Entity(collection: "c", id: id, version: version, data: ["v": .number(Double(version))], createdAt: "t0", updatedAt: "t\(version)")
     }
 
-    /// A cache in a directory of its own, for ``discard(_:_:)``.
-    private static func openCache() throws -> (CacheStore, String) {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("cache-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        return (try CacheStore.open(path: directory + "/cache.sqlite", monitor: StorageMonitor()).0, directory)
-    }
-
-    private static func discard(_ cache: CacheStore, _ directory: String) {
-        try? cache.close()
-        try? FileManager.default.removeItem(atPath: directory)
-    }
-
     /// Eviction takes the least recently used first: recency is the last time an object was stored, read alone
     /// (`entity(_:)`) or its observation activated (`touch(_:)`); reading an observation's start (`starts(of:)`)
     /// is not a use by itself.
     /// Random operations against a model that keeps each object's last use in order; every eviction must take
     /// exactly the model's oldest unprotected objects.
     @Test func evictionTakesTheLeastRecentlyStoredOrReadFirst() async throws {
-        let (cache, directory) = try Self.openCache()
-        defer { Self.discard(cache, directory) }
+        let (cache, directory) = try TemporaryCache.open()
+        defer { TemporaryCache.discard(cache, directory) }
 
         var random = SeededGenerator(seed: 20_261_129)
         // The model: a use number per object held (the objects read by one start share one: one time).
@@ -95,8 +83,8 @@ import Testing
     /// the cache held every event up to it with no object, so a later start resumed from it, heard no event since
     /// and told the object did not exist.
     @Test func anEvictedObjectLeavesNoCheckpointBehind() async throws {
-        let (cache, directory) = try Self.openCache()
-        defer { Self.discard(cache, directory) }
+        let (cache, directory) = try TemporaryCache.open()
+        defer { TemporaryCache.discard(cache, directory) }
 
         let a = EntityKey(collection: "c", id: "a")
         let b = EntityKey(collection: "c", id: "b")
@@ -124,8 +112,8 @@ import Testing
     /// the newest and shown in a window (checker seed 4268631748165352, with the cache bounded to 38 objects).
     /// The cache now remembers an evicted object's version until it stores the object again.
     @Test func anEvictedObjectsVersionStillRefusesOlderEvents() async throws {
-        let (cache, directory) = try Self.openCache()
-        defer { Self.discard(cache, directory) }
+        let (cache, directory) = try TemporaryCache.open()
+        defer { TemporaryCache.discard(cache, directory) }
 
         #expect(try cache.storeNow(Self.entity("a", version: 12)))
         #expect(try cache.storeNow(Self.entity("b", version: 3)))

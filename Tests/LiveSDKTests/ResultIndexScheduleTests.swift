@@ -19,8 +19,8 @@ import Testing
     private static let query = CollectionQuery(collection: "c", where: ["k": .bool(true)], sort: QuerySort(field: "rank"))
 
     @Test(arguments: 0..<32) func theIndexReadsTheCloudsResultAfterAnySchedule(seed: UInt64) async throws {
-        let (cache, directory) = try Self.freshCache()
-        defer { Self.remove(cache, directory) }
+        let (cache, directory) = try TemporaryCache.open()
+        defer { TemporaryCache.discard(cache, directory) }
         var random = SeededGenerator(seed: 0x1DE_0000 + seed)
 
         let cloud = HeldCloud()
@@ -154,8 +154,8 @@ import Testing
     /// a reset emptying the index between a read's fill and its answer (CI's C-client failure, a count of 0
     /// for a result of four after the daemon restarted) must send the read to fill again, never show through.
     @Test(arguments: 0..<4) func resetsNeverShowThroughTheReadsOfAStillResult(seed: UInt64) async throws {
-        let (cache, directory) = try Self.freshCache()
-        defer { Self.remove(cache, directory) }
+        let (cache, directory) = try TemporaryCache.open()
+        defer { TemporaryCache.discard(cache, directory) }
         var random = SeededGenerator(seed: 0x5_7111_0000 + seed)
         let cloud = HeldCloud()
         await cloud.openAll()
@@ -203,18 +203,6 @@ import Testing
             } catch let error as LiveError where error.code == .cacheFailure {}
         }
         await index.close()
-    }
-
-    /// A cache in a directory of its own (``remove(_:_:)`` closes it and deletes the directory).
-    private static func freshCache() throws -> (CacheStore, String) {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("result-index-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        return (try CacheStore.open(path: directory + "/cache.sqlite", monitor: StorageMonitor()).0, directory)
-    }
-
-    private static func remove(_ cache: CacheStore, _ directory: String) {
-        try? cache.close()
-        try? FileManager.default.removeItem(atPath: directory)
     }
 
     private static func entity(_ id: String, version: Int64, rank: Int, k: Bool) -> Entity {
