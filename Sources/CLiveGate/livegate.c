@@ -102,6 +102,146 @@ static int read_some(lg_client *c, int blocking) {
     }
 }
 
+/* Integers beyond int64_t and uint64_t, which json-c saturates (to INT64_MIN, INT64_MAX or UINT64_MAX), are kept
+ * as their text: each becomes a json_type_double made with json_object_new_double_s, which json-c writes back as
+ * that text and json_object_get_string gives as it is (json_object_get_double: its nearest double). Their texts
+ * are found by a scan of the document, in the order json-c builds its integer values. A document with a member
+ * name given twice (json-c keeps the last value, in the first one's place) is left as json-c parsed it. */
+struct lg_int_token {
+    const char *start;
+    size_t length;
+    int beyond; /* beyond int64_t and uint64_t */
+};
+
+static int integer_beyond(const char *digits, size_t length, int negative) {
+    /* Canonical JSON integers have no leading zeros: more digits is a greater magnitude. */
+    const char *limit = negative ? "9223372036854775808" : "18446744073709551615";
+    size_t limit_length = strlen(limit);
+    if (length != limit_length) return length > limit_length;
+    return strncmp(digits, limit, length) > 0;
+}
+
+/* The integer literals of `text`, in document order; NULL when there are none (or memory ran out). */
+static struct lg_int_token *scan_integers(const char *text, size_t *count, int *any_beyond) {
+    struct lg_int_token *tokens = NULL;
+    size_t capacity = 0;
+    *count = 0;
+    *any_beyond = 0;
+    for (const char *p = text; *p;) {
+        if (*p == '"') {
+            for (p++; *p && *p != '"'; p++)
+                if (*p == '\\' && p[1]) p++;
+            if (*p) p++;
+        } else if (*p == '-' || (*p >= '0' && *p <= '9')) {
+            const char *start = p;
+            int negative = *p == '-';
+            if (negative) p++;
+            const char *digits = p;
+            while (*p >= '0' && *p <= '9') p++;
+            size_t length = (size_t)(p - digits);
+            if (*p == '.' || *p == 'e' || *p == 'E') {
+                while (*p == '.' || *p == 'e' || *p == 'E' || *p == '+' || *p == '-' || (*p >= '0' && *p <= '9')) p++;
+                continue;
+            }
+            if (*count == capacity) {
+                capacity = capacity ? capacity * 2 : 16;
+                struct lg_int_token *grown = realloc(tokens, capacity * sizeof *tokens);
+                if (!grown) {
+                    free(tokens);
+                    *count = 0;
+                    return NULL;
+                }
+                tokens = grown;
+            }
+            int beyond = integer_beyond(digits, length, negative);
+            tokens[(*count)++] = (struct lg_int_token){start, (size_t)(p - start), beyond};
+            *any_beyond |= beyond;
+        } else {
+            p++;
+        }
+    }
+    return tokens;
+}
+
+static size_t count_integers(json_object *value) {
+    size_t n = 0;
+    switch (json_object_get_type(value)) {
+    case json_type_int: return 1;
+    case json_type_array:
+        for (size_t i = 0; i < json_object_array_length(value); i++) n += count_integers(json_object_array_get_idx(value, i));
+        return n;
+    case json_type_object: {
+        json_object_object_foreach(value, key, member) {
+            (void)key;
+            n += count_integers(member);
+        }
+        return n;
+    }
+    default: return 0;
+    }
+}
+
+/* A saturated integer's replacement: its text kept. */
+static json_object *kept_integer(const struct lg_int_token *token) {
+    char *text = strndup(token->start, token->length);
+    if (!text) return NULL;
+    json_object *kept = json_object_new_double_s(strtod(text, NULL), text);
+    free(text);
+    return kept;
+}
+
+static void keep_integers(json_object *value, const struct lg_int_token *tokens, size_t *next) {
+    switch (json_object_get_type(value)) {
+    case json_type_array:
+        for (size_t i = 0; i < json_object_array_length(value); i++) {
+            json_object *item = json_object_array_get_idx(value, i);
+            if (json_object_get_type(item) == json_type_int) {
+                const struct lg_int_token *token = &tokens[(*next)++];
+                json_object *kept = token->beyond ? kept_integer(token) : NULL;
+                if (kept) json_object_array_put_idx(value, i, kept);
+            } else {
+                keep_integers(item, tokens, next);
+            }
+        }
+        break;
+    case json_type_object: {
+        json_object_object_foreach(value, key, member) {
+            if (json_object_get_type(member) == json_type_int) {
+                const struct lg_int_token *token = &tokens[(*next)++];
+                json_object *kept = token->beyond ? kept_integer(token) : NULL;
+                /* Replaces the value in its entry: the iteration goes on. */
+                if (kept) json_object_object_add(value, key, kept);
+            } else {
+                keep_integers(member, tokens, next);
+            }
+        }
+        break;
+    }
+    default: break;
+    }
+}
+
+/* `text` parsed by json-c, integers beyond its range kept as their text (see struct lg_int_token). */
+static json_object *parse_exact(const char *text) {
+    json_object *value = json_tokener_parse(text);
+    if (!value) return NULL;
+    size_t count;
+    int any_beyond;
+    struct lg_int_token *tokens = scan_integers(text, &count, &any_beyond);
+    if (tokens && any_beyond && json_object_get_type(value) != json_type_int && count_integers(value) == count) {
+        size_t next = 0;
+        keep_integers(value, tokens, &next);
+    } else if (tokens && any_beyond && json_object_get_type(value) == json_type_int && count == 1) {
+        json_object *kept = kept_integer(&tokens[0]);
+        if (kept) {
+            json_object_put(value);
+            value = kept;
+        }
+    }
+    free(tokens);
+    return value;
+}
+
 /* Takes the next complete line as parsed JSON, or NULL when none is complete (or it is not JSON). */
 static json_object *next_message(lg_client *c, int *had_line) {
     *had_line = 0;
@@ -116,7 +256,7 @@ static json_object *next_message(lg_client *c, int *had_line) {
     *had_line = 1;
     size_t n = (size_t)(nl - c->buf);
     *nl = '\0';
-    json_object *msg = json_tokener_parse(c->buf);
+    json_object *msg = parse_exact(c->buf);
     memmove(c->buf, nl + 1, c->len - n - 1);
     c->len -= n + 1;
     return msg;
@@ -477,7 +617,7 @@ int64_t lg_observe_collection(lg_client *c, const char *collection, const char *
     }
     json_object *query = NULL;
     if (query_json) {
-        query = json_tokener_parse(query_json);
+        query = parse_exact(query_json);
         if (!query || !json_object_is_type(query, json_type_object)) {
             json_object_put(query);
             set_error(c, -32602, "the query must be a JSON object like {\"where\":{...},\"sort\":{\"field\":...}}");
@@ -562,7 +702,7 @@ int64_t lg_stream_listen(lg_client *c, const char *stream, const char *follow_us
 }
 
 int64_t lg_stream_send(lg_client *c, const char *stream, const char *to, const char *message_json) {
-    json_object *message = message_json ? json_tokener_parse(message_json) : NULL;
+    json_object *message = message_json ? parse_exact(message_json) : NULL;
     if (!stream || !message_json || (!message && strcmp(message_json, "null") != 0)) {
         json_object_put(message);
         set_error(c, -32602, "the message must be JSON text");
@@ -592,7 +732,7 @@ int lg_invalidate(lg_client *c, int64_t token) {
 }
 
 int64_t lg_update_object(lg_client *c, const char *collection, const char *id, const char *data_json) {
-    json_object *data = json_tokener_parse(data_json);
+    json_object *data = parse_exact(data_json);
     if (!data || !json_object_is_type(data, json_type_object)) {
         json_object_put(data);
         set_error(c, -32602, "the data must be a JSON object");

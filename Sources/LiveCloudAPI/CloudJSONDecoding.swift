@@ -20,7 +20,8 @@ public enum CloudJSON {
         let value: JSONValue
         do {
             value = try JSONValue(parsing: bytes)
-        } catch  where error.isDepthLimit {
+        } catch  where error.isDepthLimit || error.isNumberLimit {
+            // Not to `JSONDecoder`: it traps past the depth, and would round such a number.
             throw error
         } catch {
             return try JSONDecoder().decode(type, from: Data(bytes))
@@ -104,7 +105,7 @@ extension RealtimeServerMessage {
         self.init(op: .event, ref: ref, seq: seq, topic: topic, entity: entity, previous: previous)
     }
 
-    /// An integer as ``JSONValueDecoder`` takes one: exact, within 2^53.
+    /// An integer as ``JSONValueDecoder`` takes one.
     static func exactInteger(_ value: JSONValue) -> Int64? {
         guard case .number(let number) = value else { return nil }
         return exactInteger(number)

@@ -55,10 +55,9 @@ extension RealtimeServerMessage {
         return RealtimeServerMessage(op: .event, ref: ref, seq: seq, topic: topic, entity: entity, previous: previous)
     }
 
-    /// An integer as ``exactInteger(_:)-(JSONValue)`` takes one.
-    static func exactInteger(_ number: Double) -> Int64? {
-        guard number.rounded() == number, abs(number) <= 9_007_199_254_740_992 else { return nil }
-        return Int64(exactly: number)
+    /// An integer as ``exactInteger(_:)-(JSONValue)`` takes one: as ``JSONValueDecoder`` decodes an `Int64`.
+    static func exactInteger(_ number: JSONNumber) -> Int64? {
+        number.integerValue(Int64.self)
     }
 
     /// The members of an entity's event that the reader takes.

@@ -9,9 +9,10 @@ import LiveJSON
 /// hold). Both follow the rules written here, which `Protocol/cloud/README.md` states normatively:
 ///
 /// - `where`: every named top-level field must equal the given value. Values are strings, numbers, booleans
-///   or `null` (`null` matches a missing field too); `true` never equals `1`.
+///   or `null` (`null` matches a missing field too); `true` never equals `1`; numbers are equal by their exact
+///   value (`1` equals `1.0`; `9007199254740993` is not `9007199254740992`).
 /// - Order: by the `sort` field, then by `id` (ascending, or descending with a descending sort). Values
-///   compare as: missing or `null` first, then booleans and numbers by numeric value (`false` = 0,
+///   compare as: missing or `null` first, then booleans and numbers by exact numeric value (`false` = 0,
 ///   `true` = 1), then strings, arrays and objects by their UTF-8 bytes (arrays and objects as compact JSON text with sorted keys).
 ///   Without `sort`, by `id` alone.
 public struct CollectionQuery: Hashable, Sendable, Codable {
@@ -62,7 +63,7 @@ public struct CollectionQuery: Hashable, Sendable, Codable {
             switch (wanted, actual) {
             case (.null, .null): continue
             case (.bool(let a), .bool(let b)) where a == b: continue
-            case (.number(let a), .number(let b)) where a == b: continue
+            case (.number(let a), .number(let b)) where a.compareValue(b) == 0: continue
             case (.string(let a), .string(let b)) where a == b: continue
             default: return false
             }
@@ -83,9 +84,7 @@ public struct CollectionQuery: Hashable, Sendable, Codable {
 
     /// A stable text naming the query (sorted keys), for caches and statistics.
     public var canonicalText: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? String(decoding: encoder.encode(self), as: UTF8.self)) ?? collection
+        (try? String(decoding: SortedJSONEncoder().encode(self), as: UTF8.self)) ?? collection
     }
 }
 
@@ -127,7 +126,8 @@ public struct QueryPosition: Hashable, Sendable, Codable {
         }
     }
 
-    public var numeric: Double {
+    /// The number a number or boolean compares by, exactly (`false` = 0, `true` = 1); 0 for another kind.
+    public var numeric: JSONNumber {
         switch value {
         case .bool(let b): b ? 1 : 0
         case .number(let n): n
@@ -140,9 +140,9 @@ public struct QueryPosition: Hashable, Sendable, Codable {
         switch value {
         case .string(let s): return s
         case .array, .object:
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            return (try? String(decoding: encoder.encode(value), as: UTF8.self)) ?? ""
+            var writer = JSONWriter()
+            try? writer.write(value)
+            return String(decoding: writer.bytes, as: UTF8.self)
         default: return ""
         }
     }
@@ -151,7 +151,9 @@ public struct QueryPosition: Hashable, Sendable, Codable {
     func precedesAscending(_ other: QueryPosition) -> Bool {
         if kindRank != other.kindRank { return kindRank < other.kindRank }
         switch kindRank {
-        case 1 where numeric != other.numeric: return numeric < other.numeric
+        case 1:
+            let ordered = numeric.compareValue(other.numeric)
+            if ordered != 0 { return ordered < 0 }
         case 2:
             let (a, b) = (textForOrdering, other.textForOrdering)
             if a != b { return a.utf8.lexicographicallyPrecedes(b.utf8) }
@@ -162,9 +164,7 @@ public struct QueryPosition: Hashable, Sendable, Codable {
 
     /// The cursor form: base64url (no padding) of `{"id": ..., "value": ...}`.
     public var cursor: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let data = (try? encoder.encode(self)) ?? Data()
+        let data = Data((try? SortedJSONEncoder().encode(self)) ?? [])
         return data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
     }

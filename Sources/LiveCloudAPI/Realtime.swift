@@ -29,9 +29,7 @@ public enum Topic: Hashable, Sendable, CustomStringConvertible {
     }
 
     private static func canonicalText(_ filter: [String: JSONValue]) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? String(decoding: encoder.encode(filter), as: UTF8.self)) ?? "{}"
+        (try? String(decoding: SortedJSONEncoder().encode(filter), as: UTF8.self)) ?? "{}"
     }
 
     /// The query a `query` topic's filter makes (no order: events carry no position).

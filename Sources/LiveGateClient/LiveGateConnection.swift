@@ -111,7 +111,7 @@ public final class LiveGateConnection: Sendable {
     /// Reads the connection: performs the hello, then routes responses and notifications.
     private final class Reader: Sendable {
         static func closingParams(_ message: RPCIncomingMessage) throws -> ConnectionClosingParams {
-            try JSONDecoder().decode(ConnectionClosingParams.self, from: JSONEncoder().encode(message.params))
+            try JSONValueDecoder.decode(ConnectionClosingParams.self, from: message.params ?? .null)
         }
 
         private let failureBox = Mutex<LiveGateError?>(nil)
@@ -138,7 +138,7 @@ public final class LiveGateConnection: Sendable {
                 }
                 for try await frame in inbound {
                     guard case .message(let buffer) = frame else { continue }
-                    let message = try JSONDecoder().decode(RPCIncomingMessage.self, from: Data(buffer.readableBytesView))
+                    let message = try JSONValueDecoder.decode(RPCIncomingMessage.self, from: JSONValue(parsing: buffer.readableBytesView))
                     if let connection {
                         connection.route(message, raw: buffer)
                         continue
@@ -150,7 +150,7 @@ public final class LiveGateConnection: Sendable {
                     }
                     if message.method != nil { continue }
                     if let error = message.error { throw LiveGateError(error) }
-                    let hello = try JSONDecoder().decode(HelloResult.self, from: try JSONEncoder().encode(message.result))
+                    let hello = try JSONValueDecoder.decode(HelloResult.self, from: message.result ?? .null)
                     let established = LiveGateConnection(outbound: outbound, channel: channel, hello: hello)
                     connection = established
                     ready.yield(established)
@@ -178,7 +178,7 @@ public final class LiveGateConnection: Sendable {
     ) async throws -> Result {
         let value = try await send(method, params)
         do {
-            return try JSONDecoder().decode(Result.self, from: try JSONEncoder().encode(value))
+            return try JSONValueDecoder.decode(Result.self, from: value)
         } catch {
             throw LiveGateError.connection("livegated's answer to \(method) was not understood: \(error)")
         }
@@ -381,7 +381,7 @@ public final class LiveGateConnection: Sendable {
                 return
             }
             struct Notification: Decodable { var params: ObjectChangedParams }
-            guard let change = try? JSONDecoder().decode(Notification.self, from: Data(raw.readableBytesView)).params else { return }
+            guard let change = try? JSONValueDecoder.decode(Notification.self, from: JSONValue(parsing: raw.readableBytesView)).params else { return }
             let sink = state.withLock { $0.observations[change.token] }
             sink?.yield(change)
             return
@@ -420,22 +420,21 @@ public final class LiveGateConnection: Sendable {
     }
 
     private func routeFeedEvent(_ params: JSONValue?) {
-        guard let params, let token = params["token"]?.numberValue.map({ Int64($0) }),
+        guard let params, let token = params["token"]?.int64Value,
             let sink = state.withLock({ $0.feeds[token] }),
-            let event = try? JSONDecoder().decode(FeedEventBody.self, from: JSONEncoder().encode(params))
+            let event = try? JSONValueDecoder.decode(FeedEventBody.self, from: params)
         else { return }
         sink.yield(event)
     }
 
     private func routeStreamEvent(_ method: String, _ params: JSONValue?) {
-        guard let params, let token = params["token"]?.numberValue.map({ Int64($0) }),
-            let sink = state.withLock({ $0.streams[token] }),
-            let data = try? JSONEncoder().encode(params)
+        guard let params, let token = params["token"]?.int64Value,
+            let sink = state.withLock({ $0.streams[token] })
         else { return }
         if method == NotificationMethod.streamMessage {
-            guard let body = try? JSONDecoder().decode(StreamMessageBody.self, from: data) else { return }
+            guard let body = try? JSONValueDecoder.decode(StreamMessageBody.self, from: params) else { return }
             sink.yield(.message(body))
-        } else if let notice = try? JSONDecoder().decode(StreamNoticeBody.self, from: data) {
+        } else if let notice = try? JSONValueDecoder.decode(StreamNoticeBody.self, from: params) {
             if let error = notice.error { sink.yield(.error(LiveGateError(error))) }
             if notice.resync == true { sink.yield(.resync) }
         }
@@ -443,7 +442,7 @@ public final class LiveGateConnection: Sendable {
 
     /// The token an observe's answer carries; `nil` (and `slot` failed) when it carries none.
     private static func token<T>(in message: RPCIncomingMessage, failing slot: ResponseSlot<T>) -> Int64? {
-        guard let token = message.result?["token"]?.numberValue.map({ Int64($0) }) else {
+        guard let token = message.result?["token"]?.int64Value else {
             slot.fill(.failure(LiveGateError.connection("livegated answered an observe without a token")))
             return nil
         }
@@ -452,7 +451,7 @@ public final class LiveGateConnection: Sendable {
 
     private func routeCollectionChange(_ raw: ByteBuffer) {
         struct Notification: Decodable { var params: CollectionChangedParams }
-        guard let change = try? JSONDecoder().decode(Notification.self, from: Data(raw.readableBytesView)).params else { return }
+        guard let change = try? JSONValueDecoder.decode(Notification.self, from: JSONValue(parsing: raw.readableBytesView)).params else { return }
         let delivery = state.withLock { state -> (AsyncThrowingStream<CollectionUpdate, any Error>.Continuation, CollectionUpdate?)? in
             guard var mirror = state.collections[change.token] else { return nil }
             guard let items = change.apply(to: mirror.items) else {

@@ -4,6 +4,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import LiveCloudAPI
+import LiveJSON
 
 /// An error answered as `{"error": {...}}` with a 4xx/5xx status. Handlers throw it; Hummingbird writes it.
 struct CloudHTTPError: HTTPResponseError {
@@ -58,6 +59,10 @@ enum JSONResponse {
             // LiveJSON's parser and decoder where they read the body as `JSONDecoder` would, `JSONDecoder` (and its
             // errors) otherwise.
             return try CloudJSON.decode(T.self, from: buffer.readableBytesView)
+        } catch let error as JSONParseError where error.isNumberLimit {
+            throw CloudHTTPError.badRequest(
+                "the request body holds a number longer than \(JSONNumber.maxTextLength) characters written out without an exponent (at byte \(error.offset)): numbers are kept exactly"
+            )
         } catch let DecodingError.keyNotFound(key, _) {
             throw CloudHTTPError.badRequest("the request body lacks the member \"\(key.stringValue)\"")
         } catch let DecodingError.typeMismatch(_, context) {

@@ -16,12 +16,17 @@ enum RealtimeFuzz {
         if let fast {
             try check(engine == fast, "the engine read \(String(describing: engine)) where Decodable read \(fast)")
         }
-        // Foundation's decoder never sees a document nested too deep (it traps building the error for one).
+        // Foundation's decoder never sees a document nested too deep (it traps building the error for one). Where it
+        // reads the message too, it reads the same envelope; the data it may round (it holds numbers as `Double`s).
         let tooDeep: Bool
         do { _ = try JSONValue(parsing: bytes); tooDeep = false } catch { tooDeep = error.isDepthLimit }
         let foundation = tooDeep ? nil : try? JSONDecoder().decode(RealtimeServerMessage.self, from: Data(bytes))
         if let fast, let foundation {
-            try check(fast == foundation, "the decoders disagree: \(fast) against \(foundation)")
+            try check(
+                fast.op == foundation.op && fast.seq == foundation.seq && fast.ref == foundation.ref && fast.topic == foundation.topic
+                    && fast.entity?.key == foundation.entity?.key && fast.entity?.version == foundation.entity?.version,
+                "the decoders disagree: \(fast) against \(foundation)"
+            )
         }
     }
 }

@@ -7,23 +7,19 @@ import LiveJSON
 public enum RequestID: Hashable, Sendable, Codable, CustomStringConvertible {
     case number(Int64)
     case string(String)
-    /// A number with a fractional part, or beyond Int64 (JSON-RPC says ids SHOULD NOT have one; it is
-    /// answered all the same).
-    case fractional(Double)
+    /// Any other number (a fractional part, or an integer beyond Int64: JSON-RPC says ids SHOULD NOT have a
+    /// fraction; it is answered all the same), kept exactly and echoed as it came (in its canonical form).
+    case exact(JSONNumber)
     /// `"id": null`: a request all the same (only a missing id makes a notification), answered with `null`.
     case null
 
     public init(from decoder: any Decoder) throws {
+        // As a `JSONValue`: exact through LiveJSON's decoder (a number's text kept).
         let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
-            self = .null
-        } else if let number = try? container.decode(Int64.self) {
-            self = .number(number)
-        } else if let number = try? container.decode(Double.self) {
-            self = .fractional(number)
-        } else {
-            self = .string(try container.decode(String.self))
+        guard let id = RequestID(try container.decode(JSONValue.self)) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "a request id is a number, a string or null")
         }
+        self = id
     }
 
     /// The id a request's `id` member holds, or `nil` when it is not one JSON-RPC allows (an object, an
@@ -37,9 +33,10 @@ public enum RequestID: Hashable, Sendable, Codable, CustomStringConvertible {
         }
     }
 
-    /// The id a number in a request's `id` member is: an integer when it is one exactly, a fraction otherwise.
-    public init(number: Double) {
-        self = Int64(exactly: number).map(Self.number) ?? .fractional(number)
+    /// The id a number in a request's `id` member is: an `Int64` when it is written as one, else the number
+    /// exactly (`1.0` stays `1.0`, `10000000000000000999` stays itself).
+    public init(number: JSONNumber) {
+        self = number.int64Value.map(Self.number) ?? .exact(number)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -47,7 +44,7 @@ public enum RequestID: Hashable, Sendable, Codable, CustomStringConvertible {
         switch self {
         case .number(let value): try container.encode(value)
         case .string(let value): try container.encode(value)
-        case .fractional(let value): try container.encode(value)
+        case .exact(let value): try container.encode(JSONValue.number(value))
         case .null: try container.encodeNil()
         }
     }
@@ -56,7 +53,7 @@ public enum RequestID: Hashable, Sendable, Codable, CustomStringConvertible {
         switch self {
         case .number(let value): "\(value)"
         case .string(let value): "\"\(value)\""
-        case .fractional(let value): "\(value)"
+        case .exact(let value): value.text
         case .null: "null"
         }
     }

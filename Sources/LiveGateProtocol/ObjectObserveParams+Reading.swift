@@ -39,9 +39,8 @@ extension ObjectObserveParams {
         }
     }
 
-    /// `sinceVersion` as the `Decodable` conformance takes it: a whole number within 2^53; `nil` for any other.
-    static func version(_ number: Double) -> Int64? {
-        guard number.rounded() == number, abs(number) <= 9_007_199_254_740_992 else { return nil }
-        return Int64(exactly: number)
+    /// `sinceVersion` as the `Decodable` conformance takes it: a whole number within `Int64`; `nil` for any other.
+    static func version(_ number: JSONNumber) -> Int64? {
+        number.integerValue(Int64.self)
     }
 }

@@ -17,7 +17,7 @@ extension RequestID {
         switch self {
         case .number(let value): writer.write(value)
         case .string(let value): writer.write(value)
-        case .fractional(let value): try writer.write(value)
+        case .exact(let value): writer.write(value)
         case .null: writer.writeNull()
         }
     }

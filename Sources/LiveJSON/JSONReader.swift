@@ -92,7 +92,7 @@ public struct JSONReader {
     }
 
     /// A number value, as ``JSONValue/number(_:)`` holds it.
-    public mutating func number() throws(JSONParseError) -> Double {
+    public mutating func number() throws(JSONParseError) -> JSONNumber {
         parser.skipWhitespace()
         guard parser.offset < parser.bytes.count,
             parser.bytes[parser.offset] == UInt8(ascii: "-") || parser.isDigit(parser.bytes[parser.offset])

@@ -5,11 +5,11 @@ extension JSONValue {
     /// member removes one, nested objects merge recursively, and any other patch replaces the whole value.
     public func merging(patch: JSONValue) -> JSONValue {
         guard case .object(let changes) = patch else { return patch }
-        var result: [String: JSONValue]
-        if case .object(let members) = self { result = members } else { result = [:] }
+        var result: JSONObject
+        if case .object(let members) = self { result = members } else { result = JSONObject() }
         for (key, change) in changes {
             if change == .null {
-                result[key] = nil
+                result.removeValue(forKey: key)
             } else {
                 result[key] = (result[key] ?? .null).merging(patch: change)
             }

@@ -6,11 +6,14 @@ public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertibl
     public let offset: Int
     /// The document is nested deeper than ``JSONValue/maxParsingDepth`` (it may be valid JSON all the same).
     public var isDepthLimit = false
+    /// A number is longer, written out, than ``JSONNumber/maxTextLength`` (valid JSON all the same).
+    public var isNumberLimit = false
 
-    public init(message: String, offset: Int, isDepthLimit: Bool = false) {
+    public init(message: String, offset: Int, isDepthLimit: Bool = false, isNumberLimit: Bool = false) {
         self.message = message
         self.offset = offset
         self.isDepthLimit = isDepthLimit
+        self.isNumberLimit = isNumberLimit
     }
 
     public var description: String { "\(message) at byte \(offset)" }
@@ -23,9 +26,8 @@ extension JSONValue {
     /// Parses one JSON document (RFC 8259, UTF-8): strict, with nothing but whitespace after the value.
     ///
     /// Faster than decoding a `JSONValue` through `JSONDecoder`, whose `Decodable` conformance must try each
-    /// kind in turn and pays a thrown error for every miss. Numbers become `Double`s: an integer beyond 2^53
-    /// keeps its nearest `Double` (decode such fields through ``JSONValueDecoder``, which refuses them, or
-    /// through `JSONDecoder`).
+    /// kind in turn and pays a thrown error for every miss. Numbers are kept exactly (``JSONNumber``, in its
+    /// canonical form); a name given twice in an object keeps its last value (``JSONObject``).
     public init(parsing bytes: some Collection<UInt8>) throws(JSONParseError) {
         let parsed =
             bytes.withContiguousStorageIfAvailable { Self.parse(UnsafeRawBufferPointer($0)) }
@@ -59,7 +61,7 @@ struct Parser {
     /// The members of the objects being read, innermost last (see `object()`).
     var pendingMembers: [Member] = []
 
-    /// A member read, not yet in its object's dictionary (a struct: a tuple's metadata was looked up at run time).
+    /// A member read, not yet in its object (a struct: a tuple's metadata was looked up at run time).
     struct Member {
         var key: String
         var value: JSONValue
@@ -121,10 +123,10 @@ struct Parser {
         if offset < bytes.count, bytes[offset] == UInt8(ascii: "}") {
             offset += 1
             depth -= 1
-            return .object([:])
+            return .object(JSONObject())
         }
         // The members are gathered on `pendingMembers` (a stack that nested objects use above this one's), then
-        // put in a dictionary made at their count: no growing it member by member (a rehash each time).
+        // made an object at once (sorted by name once, when they were not written in order).
         let base = pendingMembers.count
         while true {
             skipWhitespace()
@@ -141,13 +143,7 @@ struct Parser {
             } else if bytes[offset] == UInt8(ascii: "}") {
                 offset += 1
                 depth -= 1
-                var members = [String: JSONValue](minimumCapacity: pendingMembers.count - base)
-                for index in base..<pendingMembers.count {
-                    let member = pendingMembers[index]
-                    // A repeated name keeps its first value, as Foundation's `JSONDecoder` does (one lookup for
-                    // a name not repeated).
-                    if let first = members.updateValue(member.value, forKey: member.key) { members[member.key] = first }
-                }
+                let members = JSONObject(pendingMembers[base...].lazy.map { ($0.key, $0.value) })
                 pendingMembers.removeLast(pendingMembers.count - base)
                 return .object(members)
             } else {
@@ -277,8 +273,8 @@ struct Parser {
         return code
     }
 
-    /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`
-    mutating func number() throws(JSONParseError) -> Double {
+    /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`, kept exactly (``JSONNumber``).
+    mutating func number() throws(JSONParseError) -> JSONNumber {
         let start = offset
         if bytes[offset] == UInt8(ascii: "-") { offset += 1 }
         guard offset < bytes.count, isDigit(bytes[offset]) else { throw fail("expected a digit") }
@@ -302,17 +298,7 @@ struct Parser {
             while offset < bytes.count, isDigit(bytes[offset]) { offset += 1 }
         }
         let text = UnsafeRawBufferPointer(rebasing: bytes[start..<offset])
-        // Up to 15 digits an integer is exact in a Double: no need for the general conversion.
-        if integral, text.count <= 16 {
-            let negative = text[0] == UInt8(ascii: "-")
-            var magnitude: Int64 = 0
-            for byte in text.dropFirst(negative ? 1 : 0) { magnitude = magnitude * 10 + Int64(byte - UInt8(ascii: "0")) }
-            if magnitude < 1 << 53 { return negative ? -Double(magnitude) : Double(magnitude) }
-        }
-        guard let number = Double(String(decoding: text, as: UTF8.self)), number.isFinite else {
-            throw JSONParseError(message: "number out of range", offset: start)
-        }
-        return number
+        return try JSONNumber.canonical(text, at: start).get()
     }
 
     func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }

@@ -2,9 +2,8 @@
 
 /// Decodes a `Decodable` value from a parsed ``JSONValue`` (see ``JSONValue/init(parsing:)-(String)``):
 /// with ``JSONValue/parse(_:as:)``, a faster path than `JSONDecoder` for messages read often. A `JSONValue`
-/// member is taken as it is (no kind tried in turn). Integers must be exact: a number with a fraction, or
-/// beyond 2^53 (where the parsed `Double` may have rounded it), is refused — decode such documents with
-/// `JSONDecoder`.
+/// member is taken as it is (no kind tried in turn), exactly as parsed. An integer type takes an integer
+/// within its range (no fraction); a `Double` takes any number, rounded to the nearest.
 public enum JSONValueDecoder {
     public static func decode<T: Decodable>(_ type: T.Type, from value: JSONValue) throws -> T {
         try ValueDecoder(value, codingPath: []).decodeValue(type)
@@ -39,7 +38,7 @@ private struct ValueDecoder: Decoder {
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        guard case .object(let members) = value else { throw mismatch([String: JSONValue].self) }
+        guard case .object(let members) = value else { throw mismatch(JSONObject.self) }
         return KeyedDecodingContainer(KeyedContainer<Key>(members: members, codingPath: codingPath))
     }
 
@@ -65,10 +64,10 @@ private struct ValueDecoder: Decoder {
             return string as! T
         case is Double.Type:
             guard case .number(let number) = value else { throw mismatch(type) }
-            return number as! T
+            return number.doubleValue as! T
         case is Float.Type:
             guard case .number(let number) = value else { throw mismatch(type) }
-            return Float(number) as! T
+            return Float(number.doubleValue) as! T
         case is Int.Type: return try integer(Int.self) as! T
         case is Int64.Type: return try integer(Int64.self) as! T
         case is Int32.Type: return try integer(Int32.self) as! T
@@ -83,20 +82,18 @@ private struct ValueDecoder: Decoder {
         }
     }
 
-    /// An exact integer: no fraction, within ±2^53 (beyond, the parsed `Double` may have rounded it).
+    /// An exact integer within the type's range (a fraction of zeros allowed: `3.0` is 3).
     func integer<I: FixedWidthInteger>(_ type: I.Type) throws -> I {
         guard case .number(let number) = value else { throw mismatch(type) }
-        guard number.rounded() == number, abs(number) <= 9_007_199_254_740_992, let integer = I(exactly: number) else {
-            throw DecodingError.dataCorrupted(
-                .init(codingPath: codingPath, debugDescription: "\(number) is not an exact \(type) here (beyond 2^53, use JSONDecoder)")
-            )
+        guard let integer = number.integerValue(I.self) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: codingPath, debugDescription: "\(number) is not an exact \(type)"))
         }
         return integer
     }
 }
 
 private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
-    let members: [String: JSONValue]
+    let members: JSONObject
     let codingPath: [any CodingKey]
 
     var allKeys: [Key] { members.keys.compactMap { Key(stringValue: $0) } }

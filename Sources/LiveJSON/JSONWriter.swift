@@ -6,8 +6,9 @@
 ///
 /// - Strings: `"` and `\` escaped, `\b \f \n \r \t` in their short forms, every other control character as
 ///   `\u00xx` (lowercase hex), everything else (non-ASCII included) as it is.
-/// - Numbers: integers exactly; a `Double` as its shortest round-trip form (`description`), without the
-///   `.0` of an integral one (`100`, `1e+16`, `1e-07`). Not finite: refused (`JSONEncoder` refuses too).
+/// - Numbers: a ``JSONNumber`` as its canonical text; integers exactly; a `Double` (a Swift value encoded, not
+///   a JSON value) as its shortest round-trip form (`description`), without the `.0` of an integral one
+///   (`100`, `1e+16`, `1e-07`), as `JSONEncoder` writes it. Not finite: refused (`JSONEncoder` refuses too).
 /// - Members sorted by their keys' UTF-8 bytes (`JSONEncoder`'s order: not `String`'s, which takes `é` and
 ///   `e` + U+0301 as equal).
 public struct JSONWriter {
@@ -28,13 +29,25 @@ public struct JSONWriter {
         switch value {
         case .null: writeNull()
         case .bool(let flag): write(flag)
-        case .number(let number):
-            // As `JSONValue`'s `Encodable` conformance encodes it.
-            if let integer = JSONValue.exactInteger(number) { write(integer) } else { try write(number) }
+        case .number(let number): write(number)
         case .string(let string): write(string)
         case .array(let items): try writeArray(items) { (writer, item) throws(NonFiniteNumber) in try writer.write(item) }
-        case .object(let members): try writeObject(members) { (writer, value) throws(NonFiniteNumber) in try writer.write(value) }
+        case .object(let members):
+            // Already in order (``JSONObject`` keeps its members sorted by their names' bytes).
+            bytes.append(UInt8(ascii: "{"))
+            for (index, member) in members.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                write(member.key)
+                bytes.append(UInt8(ascii: ":"))
+                try write(member.value)
+            }
+            bytes.append(UInt8(ascii: "}"))
         }
+    }
+
+    /// A number exactly: its canonical text (``JSONNumber``).
+    public mutating func write(_ number: JSONNumber) {
+        bytes.append(contentsOf: number.text.utf8)
     }
 
     /// `items` as an array, each written by `writeItem`.

@@ -31,7 +31,7 @@ extension Bench {
                 collection: LoadCloud.collection,
                 id: id,
                 version: version,
-                data: ["pad": .string(padding), "t": .number(Double(index))],
+                data: ["pad": .string(padding), "t": .integer(index)],
                 createdAt: "2026-01-01T00:00:00.000Z",
                 updatedAt: "2026-01-01T00:00:00.000Z"
             )

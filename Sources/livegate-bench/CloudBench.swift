@@ -335,7 +335,7 @@ extension Bench {
                 switch decoded.op {
                 case .ack: ready.yield()
                 case .event:
-                    if case .number(let t) = decoded.entity?.data["t"] { record(UInt64(t), now) }
+                    if let t = decoded.entity?.data["t"]?.exactNumber?.uint64Value { record(t, now) }
                     received += 1
                     if received == events { return }
                 default: throw BenchError("realtime: unexpected \(text)")

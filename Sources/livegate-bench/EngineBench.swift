@@ -136,7 +136,7 @@ extension Bench {
             var writes: [Double] = []
             for n in 0..<300 {
                 let start = DispatchTime.now().uptimeNanoseconds
-                _ = try await engine.write(collection: "cached", id: "c\(n % objects)", .merge(["w": .number(Double(n))]))
+                _ = try await engine.write(collection: "cached", id: "c\(n % objects)", .merge(["w": .integer(n)]))
                 writes.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
             }
             writes.sort()

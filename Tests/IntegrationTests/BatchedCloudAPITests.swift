@@ -110,13 +110,13 @@ import Testing
         defer { cluster.stop() }
         let token = try await cluster.login()
         let count = 400
-        for n in 0..<count { _ = try await cluster.put("items", "i\(n)", ["n": .number(Double(n))], token: token) }
+        for n in 0..<count { _ = try await cluster.put("items", "i\(n)", ["n": .integer(n)], token: token) }
         let before = try await cluster.stats()
         try await withEngine(cluster) { engine in
             // Connected first: observations made before are subscribed (all at once) on connect instead.
             try await eventually("the engine is connected") { await engine.connectionStatus == .connected }
             let started = ContinuousClock.now
-            let tokens = try await observeAllAtOnce(engine, count: count) { .object(["n": .number(Double($0))]) }
+            let tokens = try await observeAllAtOnce(engine, count: count) { .object(["n": .integer($0)]) }
             print("batched: all fresh after \(ContinuousClock.now - started)")
             // Each object is read first and subscribed from its read: the subscriptions follow the data.
             try await eventually("every object subscribed", timeout: .seconds(30)) {
@@ -170,16 +170,16 @@ extension BatchedCloudAPITests {
     /// it; then, while no engine runs, changes every `every`-th. Returns each object's data now.
     func cacheThenChange(_ cluster: TestCluster, count: Int, changingEvery every: Int) async throws -> @Sendable (Int) -> JSONValue {
         let token = try await cluster.login()
-        for n in 0..<count { _ = try await cluster.put("items", "i\(n)", ["n": .number(Double(n))], token: token) }
+        for n in 0..<count { _ = try await cluster.put("items", "i\(n)", ["n": .integer(n)], token: token) }
         try await withEngine(cluster) { engine in
             try await eventually("the engine is connected") { await engine.connectionStatus == .connected }
-            let tokens = try await observeAllAtOnce(engine, count: count) { .object(["n": .number(Double($0))]) }
+            let tokens = try await observeAllAtOnce(engine, count: count) { .object(["n": .integer($0)]) }
             tokens.forEach { $0.invalidate() }
         }
         for n in stride(from: 0, to: count, by: every) {
-            _ = try await cluster.put("items", "i\(n)", ["n": .number(Double(n)), "changed": true], token: token)
+            _ = try await cluster.put("items", "i\(n)", ["n": .integer(n), "changed": true], token: token)
         }
-        return { n in n % every == 0 ? .object(["n": .number(Double(n)), "changed": true]) : .object(["n": .number(Double(n))]) }
+        return { n in n % every == 0 ? .object(["n": .integer(n), "changed": true]) : .object(["n": .integer(n)]) }
     }
 
     /// A restarted engine's burst of observations the cache holds, more than a realtime message carries: each
@@ -217,12 +217,12 @@ extension BatchedCloudAPITests {
         let cluster = try await TestCluster.start(startDaemon: false)
         defer { cluster.stop() }
         let token = try await cluster.login()
-        for n in 0..<count { _ = try await cluster.put("items", "i\(n)", ["n": .number(Double(n))], token: token) }
+        for n in 0..<count { _ = try await cluster.put("items", "i\(n)", ["n": .integer(n)], token: token) }
         for _ in 0..<5 {
             try? FileManager.default.removeItem(atPath: cluster.directory + "/engine")
             try await withEngine(cluster) { engine in
                 try await eventually("the engine is connected") { await engine.connectionStatus == .connected }
-                let tokens = try await observeAllAtOnce(engine, count: count) { .object(["n": .number(Double($0))]) }
+                let tokens = try await observeAllAtOnce(engine, count: count) { .object(["n": .integer($0)]) }
                 tokens.forEach { $0.invalidate() }
             }
         }

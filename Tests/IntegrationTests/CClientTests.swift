@@ -93,6 +93,39 @@ private func dispatch(_ client: OpaquePointer, _ seen: Seen, seconds: Double = 2
         withExtendedLifetime(seen) {}
     }
 
+    /// Values written through the C library and read back through it exactly (README.md, "Values"): integers past
+    /// int64_t and uint64_t as their text (json-c would saturate them), floats as written, NFC and NFD names apart.
+    @Test func valuesRoundTripExactlyThroughTheCLibrary() async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        var error: UnsafeMutablePointer<CChar>?
+        let client = try #require(lg_connect(cluster.socketPath, "c-values", &error), "lg_connect: \(error.map { String(cString: $0) } ?? "?")")
+        defer { lg_disconnect(client) }
+        let written =
+            "{\"big\":10000000000000000999,\"e\":1E6,\"f\":1.0,\"id\":9007199254740993,\"list\":[-123123123123123123123123123123,1],"
+            + "\"max\":9223372036854775807,\"min\":-9223372036854775808,\"neg\":-123123123123123123123123123123,\"u\":18446744073709551616,"
+            + "\"\u{E9}\":1,\"e\u{301}\":2}"
+        let expected =
+            "{\"big\":10000000000000000999,\"e\":1000000.0,\"e\u{301}\":2,\"f\":1.0,\"id\":9007199254740993,"
+            + "\"list\":[-123123123123123123123123123123,1],\"max\":9223372036854775807,\"min\":-9223372036854775808,"
+            + "\"neg\":-123123123123123123123123123123,\"u\":18446744073709551616,\"\u{E9}\":1}"
+        #expect(lg_update_object(client, "values", "c1", written) == 1, "\(String(cString: lg_last_error(client)))")
+        // The cloud holds what was written (the library sent it exactly).
+        let stored = try await cluster.get("values", "c1")
+        var writer = JSONWriter()
+        try writer.write(stored.data)
+        #expect(String(decoding: writer.bytes, as: UTF8.self) == expected)
+        // Read back through the library: its json-c values write back as the daemon sent them.
+        let seen = Seen()
+        _ = withExtendedLifetime(seen) {
+            lg_observe_object(client, "values", "c1", 0, recordChange, Unmanaged.passUnretained(seen).toOpaque())
+        }
+        #expect(dispatch(client, seen) { seen.changes.contains { $0.contains(#""dataStatus":"fresh""#) } })
+        let fresh = try #require(seen.changes.first { $0.contains(#""dataStatus":"fresh""#) })
+        #expect(fresh.contains(#""data":"# + expected), "\(fresh)")
+        withExtendedLifetime(seen) {}
+    }
+
     @Test func streamsThroughTheCLibrary() async throws {
         let cluster = try await TestCluster.start(cloudArguments: ["--bcrypt-cost", "4", "--stream", "songs"], otherUsers: ["bob"])
         defer { cluster.stop() }
@@ -179,7 +212,7 @@ private func dispatch(_ client: OpaquePointer, _ seen: Seen, seconds: Double = 2
         defer { cluster.stop() }
         try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
         let token = try await cluster.login()
-        for n in 0..<5 { try await cluster.put("chat", "m\(n)", ["room": "r1", "at": .number(Double(n * 10))], token: token) }
+        for n in 0..<5 { try await cluster.put("chat", "m\(n)", ["room": "r1", "at": .integer(n * 10)], token: token) }
         var error: UnsafeMutablePointer<CChar>?
         let client = try #require(lg_connect(cluster.socketPath, "c-pages", &error))
         defer { lg_disconnect(client) }
@@ -315,7 +348,7 @@ private var valgrindAvailable: Bool {
         defer { cluster.stop() }
         try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
         let token = try await cluster.login()
-        for n in 0..<5 { try await cluster.put("chat", "m\(n)", ["room": "r1", "at": .number(Double(n * 10))], token: token) }
+        for n in 0..<5 { try await cluster.put("chat", "m\(n)", ["room": "r1", "at": .integer(n * 10)], token: token) }
         let wrote = ClusterBox<Bool>()
         let arguments = [
             "--query", #"{"where":{"room":"r1"},"sort":{"field":"at"}}"#, "--page-size", "2", "--pages", "3", "--until-size", "6",

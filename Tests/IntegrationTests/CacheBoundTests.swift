@@ -25,7 +25,7 @@ import Testing
             try "cache-max-entities = 5\n".write(toFile: config, atomically: true, encoding: .utf8)
             try await cluster.startDaemon(extraArguments: ["--config", config])
             let token = try await cluster.login()
-            for n in 0..<count { try await cluster.put(collection, "\(prefix)\(n)", ["n": .number(Double(n))], token: token) }
+            for n in 0..<count { try await cluster.put(collection, "\(prefix)\(n)", ["n": .integer(n)], token: token) }
             return cluster
         } catch {
             cluster.stop()

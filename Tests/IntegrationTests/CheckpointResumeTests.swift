@@ -57,7 +57,7 @@ import Testing
         try await cluster.put("notes", "r2", ["v": 1], token: token)
         try await observeOnce(cluster, "r2")
         #expect(cluster.stopDaemon() == 0)
-        for n in 1...100 { try await cluster.put("notes", "other", ["n": .number(Double(n))], token: token) }
+        for n in 1...100 { try await cluster.put("notes", "other", ["n": .integer(n)], token: token) }
         try await cluster.put("notes", "r2", ["v": 2], token: token)
         try await cluster.startDaemon()
         try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
@@ -118,7 +118,7 @@ import Testing
         // v2, which the client is to have seen (the daemon lost it), then the deletion, v3.
         try await cluster.put("notes", "d1", ["v": 2], token: token)
         _ = try await cluster.delete("notes", "d1")
-        for n in 1...20 { try await cluster.put("notes", "other", ["n": .number(Double(n))], token: token) }
+        for n in 1...20 { try await cluster.put("notes", "other", ["n": .integer(n)], token: token) }
         try await cluster.startDaemon()
         try await cluster.daemonRealtimeConnected()
 
@@ -146,7 +146,7 @@ import Testing
         try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
         let token = try await cluster.login()
         for (id, rank) in [("a", 10), ("b", 20), ("c", 30)] {
-            try await cluster.put("chat", id, ["room": "r", "rank": .number(Double(rank))], token: token)
+            try await cluster.put("chat", id, ["room": "r", "rank": .integer(rank)], token: token)
         }
         let query = QueryParams(where: ["room": "r"], sort: SortParams(field: "rank"))
         try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "checkpoint") { daemon in
@@ -183,7 +183,7 @@ import Testing
         try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
         let token = try await cluster.login()
         var ranks = ["m1": 30, "m2": 10, "m3": 20, "m4": 40, "m5": 50]
-        for (id, rank) in ranks { try await cluster.put("chat", id, ["room": "r", "rank": .number(Double(rank))], token: token) }
+        for (id, rank) in ranks { try await cluster.put("chat", id, ["room": "r", "rank": .integer(rank)], token: token) }
         let query = QueryParams(where: ["room": "r"], sort: SortParams(field: "rank"))
         try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "paging") { daemon in
             let updates = Queue(try await daemon.observeCollection(collection: "chat", query: query, pageSize: 2).updates)
@@ -193,7 +193,7 @@ import Testing
         // While the daemon is away, two objects move into the first page: its cached copy is stale.
         ranks["m4"] = 5
         ranks["m6"] = 1
-        for id in ["m4", "m6"] { try await cluster.put("chat", id, ["room": "r", "rank": .number(Double(ranks[id]!))], token: token) }
+        for id in ["m4", "m6"] { try await cluster.put("chat", id, ["room": "r", "rank": .integer(ranks[id]!)], token: token) }
         try await cluster.startDaemon()
         let expected = ranks.sorted { ($0.value, $0.key) < ($1.value, $1.key) }.prefix(4).map(\.key)
 

@@ -25,9 +25,9 @@ import Testing
         let token = try await cluster.login()
         // 25 messages in channel c1 with ranks 24…0 (so rank order is the reverse of id order), 5 in c2.
         for n in 0..<25 {
-            try await cluster.put("messages", String(format: "m%02d", n), ["channel": "c1", "rank": .number(Double(24 - n))], token: token)
+            try await cluster.put("messages", String(format: "m%02d", n), ["channel": "c1", "rank": .integer(24 - n)], token: token)
         }
-        for n in 0..<5 { try await cluster.put("messages", "x\(n)", ["channel": "c2", "rank": .number(Double(n))], token: token) }
+        for n in 0..<5 { try await cluster.put("messages", "x\(n)", ["channel": "c2", "rank": .integer(n)], token: token) }
         let filter = "where=" + Self.encoded(#"{"channel":"c1"}"#)
 
         let first = try await page(cluster, token, "messages", filter + "&sort=rank&limit=10")
@@ -96,10 +96,10 @@ import Testing
         var live: Set<String> = []
         for (n, value) in values.enumerated() {
             for copy in 0..<2 {
-                var data: [String: JSONValue] = ["kind": .string(n % 2 == 0 ? "even" : "odd"), "copy": .number(Double(copy))]
+                var data: [String: JSONValue] = ["kind": .string(n % 2 == 0 ? "even" : "odd"), "copy": .integer(copy)]
                 if let value { data["v"] = value }
                 let id = "o\(n)-\(copy)"
-                try await cluster.put("ix", id, .object(data), token: token)
+                try await cluster.put("ix", id, .object(JSONObject(data)), token: token)
                 live.insert(id)
             }
         }

@@ -38,7 +38,7 @@ extension CollectionUpdate {
         try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
         let token = try await cluster.login()
         for (id, rank) in [("a", 10), ("b", 20), ("c", 30), ("d", 40), ("e", 50)] {
-            try await cluster.put("messages", id, ["channel": "c1", "rank": .number(Double(rank))], token: token)
+            try await cluster.put("messages", id, ["channel": "c1", "rank": .integer(rank)], token: token)
         }
         try await cluster.put("messages", "other", ["channel": "c2", "rank": 1], token: token)
 
@@ -103,7 +103,7 @@ extension CollectionUpdate {
         defer { cluster.stop() }
         try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
         let token = try await cluster.login()
-        for n in 0..<7 { try await cluster.put("chat", "m\(n)", ["channel": "c1", "rank": .number(Double(n))], token: token) }
+        for n in 0..<7 { try await cluster.put("chat", "m\(n)", ["channel": "c1", "rank": .integer(n)], token: token) }
         try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "chat") { client in
             let observation = try await client.observeCollection(collection: "chat", query: Self.query, pageSize: 3, anchor: .last)
             let updates = Queue(observation.updates)

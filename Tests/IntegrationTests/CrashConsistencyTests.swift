@@ -78,7 +78,7 @@ import Testing
                 try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "crash") { daemon in
                     while true {
                         round.sent = next
-                        try await daemon.queueUpdate(collection: "crash", id: "chain", data: ["k": .number(Double(next))], ifVersion: next - 1)
+                        try await daemon.queueUpdate(collection: "crash", id: "chain", data: ["k": .integer(next)], ifVersion: next - 1)
                         round.acknowledged = next
                         next += 1
                     }
@@ -100,11 +100,11 @@ import Testing
             #expect(round.applied >= round.acknowledged, "an acknowledged write is missing; \(trace)")
             #expect(round.applied <= round.sent, "a write applied that was never sent; \(trace)")
             if let stored {
-                #expect(stored.data == ["k": .number(Double(stored.version))], "the chain broke: \(stored.data); \(trace)")
+                #expect(stored.data == ["k": .integer(stored.version)], "the chain broke: \(stored.data); \(trace)")
             }
             #expect(!cluster.daemonLog.contains("the cloud rejected a write"), "a write was rolled back; \(trace)")
             #expect(!cluster.daemonLog.contains("Fatal error"), "the daemon crashed rather than being killed; \(trace)")
-            if round.applied < round.acknowledged || stored.map({ $0.data != ["k": .number(Double($0.version))] }) == true { return }
+            if round.applied < round.acknowledged || stored.map({ $0.data != ["k": .integer($0.version)] }) == true { return }
             acknowledgedTotal += round.acknowledged - cloudVersion
             cloudVersion = round.applied
         }

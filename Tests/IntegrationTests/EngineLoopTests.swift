@@ -24,7 +24,7 @@ import Testing
                 changes.add((change.snapshot?.version, loop.inEventLoop))
             }
             try await changes.wait(for: "v1") { $0.last?.version == 1 }
-            for n in 2...3 { try await cluster.put("posts", "p1", ["n": .number(Double(n))], token: token) }
+            for n in 2...3 { try await cluster.put("posts", "p1", ["n": .integer(n)], token: token) }
             try await changes.wait(for: "v3") { $0.last?.version == 3 }
             let realtime = changes.all.filter { ($0.version ?? 0) > 1 }
             #expect(realtime.count == 2 && realtime.allSatisfy(\.onLoop), "every realtime change on the engine's loop: \(realtime)")

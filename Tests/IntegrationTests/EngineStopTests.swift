@@ -22,7 +22,7 @@ import Testing
             let observation = await engine.object(collection: "posts", id: "p1").observe { changes.add($0) }
             try await changes.wait(for: "fresh v1") { $0.last?.dataStatus == .fresh }
             // Three events within a second, each checkpointed with its object.
-            for n in 2...4 { try await cluster.put("posts", "p1", ["n": .number(Double(n))], token: token) }
+            for n in 2...4 { try await cluster.put("posts", "p1", ["n": .integer(n)], token: token) }
             try await changes.wait(for: "v4") { $0.last?.snapshot?.version == 4 }
             lastSeen = await engine.realtime.lastSeq(of: .object(EntityKey(collection: "posts", id: "p1")))
             withExtendedLifetime(observation) {}
@@ -46,7 +46,7 @@ import Testing
         let cluster = try await TestCluster.start(startDaemon: false)
         defer { cluster.stop() }
         let token = try await cluster.login()
-        for n in 1...20 { try await cluster.put("posts", "w\(n)", ["n": .number(Double(n))], token: token) }
+        for n in 1...20 { try await cluster.put("posts", "w\(n)", ["n": .integer(n)], token: token) }
         try await withEngine(cluster) { engine in
             for n in 1...20 {
                 let changes = Received<LiveObjectChange>()

@@ -89,7 +89,7 @@ import Testing
             // loaded machine: the daemon was back before the log had moved past it).
             try await cluster.fault(#"{"dropConnections":true,"refuseConnectionsForMs":60000}"#)
             try await eventually("the link to drop") { try await cluster.stats().connections == 0 }
-            for n in 1...100 { try await cluster.put("notes", "other", ["n": .number(Double(n))], token: token) }
+            for n in 1...100 { try await cluster.put("notes", "other", ["n": .integer(n)], token: token) }
             try await cluster.put("notes", "f4", ["v": 2], token: token)
             try await cluster.fault(#"{"refuseConnectionsForMs":0}"#)
 

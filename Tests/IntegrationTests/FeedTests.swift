@@ -66,7 +66,7 @@ import Testing
             // The link drops; changes happen while it is down; the daemon reconnects and resumes.
             try await cluster.fault(#"{"dropConnections":true,"refuseConnectionsForMs":500}"#)
             try await eventually("the link to drop") { try await cluster.stats().connections == 0 }
-            for n in 2...11 { try await cluster.put("messages", "a", ["n": .number(Double(n))], token: token) }
+            for n in 2...11 { try await cluster.put("messages", "a", ["n": .integer(n)], token: token) }
             let seen = try await elements(queue, until: "version 11") { $0.snapshot?.version == 11 }
             let versions = seen.compactMap { $0.event == .next ? $0.snapshot?.version : nil }
             #expect(versions == Array(2...11), "every missed change, in order, none twice: \(seen)")

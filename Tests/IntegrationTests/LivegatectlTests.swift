@@ -17,7 +17,7 @@ import Testing
         defer { cluster.stop() }
         let token = try await cluster.login()
         for (id, rank) in [("a", 3), ("b", 1), ("c", 2)] {
-            try await cluster.put("tasks", id, ["list": "home", "rank": .number(Double(rank))], token: token)
+            try await cluster.put("tasks", id, ["list": "home", "rank": .integer(rank)], token: token)
         }
         let get = try ctl(cluster, ["get", "tasks", "a"])
         #expect(get.status == 0 && get.output.contains("tasks/a v1 [fresh, loaded]"), "\(get.output)")

@@ -54,7 +54,7 @@ import Testing
         var version: Int64 = 1
         var after = 0
         while after < 20 {
-            version = try await cluster.put("hot", "o", ["n": .number(Double(version + 1)), "pad": .string(padding)], token: token).version
+            version = try await cluster.put("hot", "o", ["n": .integer(version + 1), "pad": .string(padding)], token: token).version
             if version % 10 == 0 {
                 let written = version
                 try await eventually("99 readers at version \(written)") { readers.allSatisfy { ($0.versions.last ?? 0) >= written } }
@@ -91,7 +91,7 @@ import Testing
         try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
         let token = try await cluster.login()
         for n in 0..<10 {
-            try await cluster.put("mix", "o\(n)", ["group": .string(n % 2 == 0 ? "even" : "odd"), "n": .number(Double(n))], token: token)
+            try await cluster.put("mix", "o\(n)", ["group": .string(n % 2 == 0 ? "even" : "odd"), "n": .integer(n)], token: token)
         }
 
         var connected: [LineClient] = []

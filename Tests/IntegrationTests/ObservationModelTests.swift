@@ -129,7 +129,7 @@ func waitUntil(_ what: String, timeout: Duration = .seconds(20), _ condition: @e
         defer { cluster.stop() }
         try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
         for (id, rank) in [("a", 10), ("b", 20), ("c", 30)] {
-            try await cluster.put("tasks", id, ["text": .string(id), "rank": .number(Double(rank))])
+            try await cluster.put("tasks", id, ["text": .string(id), "rank": .integer(rank)])
         }
         let daemon = try await LiveGateClient.connect(socketPath: cluster.socketPath, client: "models")
         defer { daemon.close() }

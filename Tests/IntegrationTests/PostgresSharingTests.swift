@@ -61,7 +61,7 @@ import Testing
             return try await (first, second)
         }
         // Each subscriber saw every write, whichever instance took it, in the order they were made...
-        #expect(first.map { $0.entity?.data } == (1...writes).map { ["n": .number(Double($0))] })
+        #expect(first.map { $0.entity?.data } == (1...writes).map { ["n": .integer($0)] })
         // ...with the same sequence numbers on both instances, increasing.
         let seqs = first.compactMap(\.seq)
         #expect(seqs.count == writes && zip(seqs, seqs.dropFirst()).allSatisfy { $0 < $1 })

@@ -37,7 +37,7 @@ import WSClient
             baseline.set(try #require(ack.seq))
         }
         // Disconnected: 1,000 writes happen.
-        for n in 1...1000 { try await cluster.put("notes", "r", ["n": .number(Double(n))], token: token) }
+        for n in 1...1000 { try await cluster.put("notes", "r", ["n": .integer(n)], token: token) }
 
         try await withRealtime(cluster, token: token) { send, next in
             try await send(RealtimeClientMessage(op: .subscribe, ref: 2, topic: topic, since: baseline.get()))
@@ -49,7 +49,7 @@ import WSClient
                 let event = try await next()
                 #expect(event.op == .event)
                 #expect(event.entity?.version == Int64(n), "in order, none missing")
-                #expect(event.entity?.data == ["n": .number(Double(n))])
+                #expect(event.entity?.data == ["n": .integer(n)])
                 #expect((event.seq ?? 0) > previousSeq)
                 previousSeq = event.seq ?? previousSeq
             }
@@ -73,7 +73,7 @@ import WSClient
             let other = Topic.object(EntityKey(collection: "notes", id: "other"))
             try await send(RealtimeClientMessage(op: .subscribe, ref: 0, topic: other))
             #expect(try await next().op == .ack)
-            for n in 1...100 { try await cluster.put("notes", "other", ["n": .number(Double(n))], token: token) }
+            for n in 1...100 { try await cluster.put("notes", "other", ["n": .integer(n)], token: token) }
             while try await next().seq != 101 {}
             try await send(RealtimeClientMessage(op: .subscribe, ref: 1, topic: topic, since: 1))
             let ack = try await next()

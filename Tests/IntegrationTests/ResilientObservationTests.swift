@@ -24,7 +24,7 @@ private struct Item: Codable, Sendable, Equatable {
         let token = try await cluster.login()
         try await cluster.put("notes", "d1", ["v": 1], token: token)
         for (id, at) in [("a", 10), ("b", 30)] {
-            try await cluster.put("chat", id, ["room": "r", "at": .number(Double(at))], token: token)
+            try await cluster.put("chat", id, ["room": "r", "at": .integer(at)], token: token)
         }
         let daemon = try await LiveGateClient.connect(socketPath: cluster.socketPath, client: "resilient")
         defer { daemon.close() }

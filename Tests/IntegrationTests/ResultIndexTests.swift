@@ -18,7 +18,7 @@ import Testing
         let token = try await cluster.login()
         // 250 rows, rank 0, 10, 20, ...: r0 ... r249 in order.
         for n in 0..<250 {
-            try await cluster.put("rows", "r\(n)", ["rank": .number(Double(n * 10))], token: token)
+            try await cluster.put("rows", "r\(n)", ["rank": .integer(n * 10)], token: token)
         }
         var expected = (0..<250).map { "r\($0)" }
         try await withEngine(cluster) { engine in
@@ -76,7 +76,7 @@ import Testing
         try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
         let token = try await cluster.login()
         for n in 0..<150 {
-            try await cluster.put("rows", "r\(n)", ["rank": .number(Double(n * 10))], token: token)
+            try await cluster.put("rows", "r\(n)", ["rank": .integer(n * 10)], token: token)
         }
         try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "result-reader") { daemon in
             struct Row: Codable, Sendable { var rank: Int }

@@ -112,7 +112,7 @@ import Testing
             for n in 1...100 {
                 let event = try await next()
                 let message = try #require(event.streamMessage)
-                #expect(message.message == ["n": .number(Double(n))], "every message, in order, none extra")
+                #expect(message.message == ["n": .integer(n)], "every message, in order, none extra")
                 #expect(message.from == "bob" && event.topic == topic)
                 #expect((event.seq ?? 0) > previous)
                 previous = event.seq ?? previous

@@ -361,7 +361,7 @@ final class TestCluster: Sendable {
     func put(_ collection: String, _ id: String, _ data: JSONValue, token: String? = nil) async throws -> Entity {
         let bearer: String
         if let token { bearer = token } else { bearer = try await login() }
-        let body = try JSONEncoder().encode(PutObjectRequest(data: data))
+        let body = Data(try SortedJSONEncoder().encode(PutObjectRequest(data: data)))
         return try await http(.PUT, CloudPath.object(EntityKey(collection: collection, id: id)), body: body, token: bearer)
     }
 
@@ -438,7 +438,7 @@ final class TestCluster: Sendable {
         guard (200..<300).contains(Int(response.status.code)) else {
             throw ClusterError("\(method) \(path): HTTP \(response.status.code) \(String(buffer: bytes))")
         }
-        return try JSONDecoder().decode(T.self, from: Data(bytes.readableBytesView))
+        return try CloudJSON.decode(T.self, from: bytes.readableBytesView)
     }
 
     private static func bindDatagramSocket(_ path: String) throws -> Int32 {

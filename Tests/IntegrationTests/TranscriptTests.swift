@@ -49,7 +49,7 @@ import Testing
                 } else if line.hasPrefix("cloud put ") {
                     let parts = line.dropFirst("cloud put ".count).split(separator: " ", maxSplits: 2).map(String.init)
                     try #require(parts.count == 3, "\(where_): cloud put COLLECTION ID JSON")
-                    let data = try JSONDecoder().decode(JSONValue.self, from: Data(parts[2].utf8))
+                    let data = try JSONValue(parsing: parts[2])
                     try await cluster.put(parts[0], parts[1], data)
                 } else if line.hasPrefix("cloud delete ") {
                     let parts = line.dropFirst("cloud delete ".count).split(separator: " ").map(String.init)

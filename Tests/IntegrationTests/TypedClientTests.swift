@@ -116,7 +116,7 @@ final class Received<Element: Sendable>: Sendable {
         try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
         let token = try await cluster.login()
         for (id, rank) in [("a", 10), ("b", 20), ("c", 30)] {
-            try await cluster.put("tasks", id, ["text": .string(id), "likes": .number(Double(rank))], token: token)
+            try await cluster.put("tasks", id, ["text": .string(id), "likes": .integer(rank)], token: token)
         }
         try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "typed") { daemon in
             let tasks = daemon.collection("tasks", sort: SortParams(field: "likes"), pageSize: 2, as: Note.self)

@@ -14,7 +14,7 @@ import struct LiveGateProtocol.ObjectChangedBody
 @Suite struct ObjectTopicShareTests {
     func change(_ version: Int64) -> LiveObjectChange {
         LiveObjectChange(
-            snapshot: Entity(collection: "c", id: "o", version: version, data: ["v": .number(Double(version))], createdAt: "c", updatedAt: "u"),
+            snapshot: Entity(collection: "c", id: "o", version: version, data: ["v": .integer(version)], createdAt: "c", updatedAt: "u"),
             dataStatus: .fresh,
             loadingStatus: .loaded
         )
@@ -154,7 +154,7 @@ import struct LiveGateProtocol.ObjectChangedBody
                     collection: "c",
                     id: "o",
                     version: version,
-                    data: ["a": .number(a), "b": .number(b)],
+                    data: ["a": .number(JSONNumber(a)!), "b": .number(JSONNumber(b)!)],
                     createdAt: "c",
                     updatedAt: "u"
                 ),

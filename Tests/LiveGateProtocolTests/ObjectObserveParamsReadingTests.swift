@@ -20,7 +20,7 @@ import Testing
         switch name {
         case "once": typed = [.bool(true), .bool(false)]
         case "policy": typed = [.string("freshOnly"), .string("localThenFresh"), .string("fresh")]
-        case "sinceVersion": typed = [.number(Double(Int.random(in: -5...1_000_000, using: &random)))]
+        case "sinceVersion": typed = [.integer(Int.random(in: -5...1_000_000, using: &random))]
         case "fields": typed = [.array((0..<Int.random(in: 0...3, using: &random)).map { .string("f\($0)") })]
         default: typed = strings
         }
@@ -37,7 +37,7 @@ import Testing
             for name in names where Int.random(in: 0..<10, using: &random) < (name == "collection" || name == "id" ? 9 : 4) {
                 members[name] = Self.member(name, &random)
             }
-            let params: JSONValue = Int.random(in: 0..<50, using: &random) == 0 ? .array([]) : .object(members)
+            let params: JSONValue = Int.random(in: 0..<50, using: &random) == 0 ? .array([]) : .object(JSONObject(members))
             let decoded = try? JSONValueDecoder.decode(ObjectObserveParams.self, from: params)
             if let fast = ObjectObserveParams(reading: params) {
                 read += 1

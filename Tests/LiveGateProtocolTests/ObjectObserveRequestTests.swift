@@ -40,9 +40,7 @@ import Testing
         switch value {
         case .null: return "null"
         case .bool(let flag): return flag ? "true" : "false"
-        case .number(let number):
-            if let integer = Int64(exactly: number) { return String(integer) }
-            return "\(number)"
+        case .number(let number): return number.text
         case .string(let string):
             if Int.random(in: 0..<10, using: &random) == 0, let first = string.unicodeScalars.first, first.isASCII {
                 return "\"\\u00\(String(first.value, radix: 16))\(string.dropFirst())\""

@@ -21,7 +21,6 @@ import Testing
 
     @Test func aNumberThatIsNotFiniteIsRefusedAsJSONEncoderRefusesIt() {
         #expect(throws: EncodingError.self) { try WireJSON.bytes(["n": Double.nan]) }
-        #expect(throws: EncodingError.self) { try WireJSON.line(JSONValue.number(-.infinity)) }
     }
 
     @Test func notificationsAreWhatJSONEncoderWrites() throws {
@@ -55,11 +54,14 @@ import Testing
     @Test func answersThatWriteThemselvesAreWhatTheEncoderWrites() throws {
         var random = SeededGenerator(seed: 0x5EED_70CE)
         let strings = ["", "a", "a/b", "quote\"", "back\\slash", "tab\tnew\nline\u{1}", "héllo", "\u{1F600}", "e\u{301}"]
-        var ids: [RequestID] = [.null, .number(0), .number(-1), .number(.max), .number(.min), .fractional(0.5), .fractional(-1e-7)]
+        var ids: [RequestID] = [
+            .null, .number(0), .number(-1), .number(.max), .number(.min), .exact(0.5), .exact(-1e-7), .exact(1.0),
+            .exact(try JSONNumber(validating: "10000000000000000999")),
+        ]
         ids += strings.map(RequestID.string)
         for _ in 0..<200 {
             ids.append(.number(Int64.random(in: .min ... .max, using: &random)))
-            ids.append(.fractional(Double.random(in: -1e20...1e20, using: &random)))
+            ids.append(.exact(JSONNumber(Double.random(in: -1e20...1e20, using: &random))!))
             let length = Int.random(in: 0...12, using: &random)
             ids.append(.string(String((0..<length).map { _ in Character(UnicodeScalar(UInt8.random(in: 0...127, using: &random))) })))
         }
@@ -69,6 +71,8 @@ import Testing
             let written = try WireJSON.bytes(response)
             let encoded = try Self.encoded(response)
             #expect(written == encoded, "id \(id), token \(token)")
+            // Foundation's encoder too, where it can write the id (not a number kept as its text).
+            if case .exact = id { continue }
             #expect(written == [UInt8](try WireJSON.foundationEncoded(response)), "id \(id), token \(token)")
         }
     }

@@ -23,7 +23,7 @@ import Testing
             collection: "c",
             id: id,
             version: version,
-            data: ["id": .string(id), "v": .number(Double(version))],
+            data: ["id": .string(id), "v": .integer(version)],
             createdAt: "t0",
             updatedAt: "t\(version)"
         )

@@ -9,7 +9,7 @@ import Testing
 
 @Suite struct CacheEvictionTests {
     private static func entity(_ id: String, version: Int64) -> Entity {
-        Entity(collection: "c", id: id, version: version, data: ["v": .number(Double(version))], createdAt: "t0", updatedAt: "t\(version)")
+        Entity(collection: "c", id: id, version: version, data: ["v": .integer(version)], createdAt: "t0", updatedAt: "t\(version)")
     }
 
     /// Eviction takes the least recently used first: recency is the last time an object was stored, read alone

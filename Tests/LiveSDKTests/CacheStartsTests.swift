@@ -45,7 +45,7 @@ import Testing
                 collection: key.collection,
                 id: key.id,
                 version: version,
-                data: ["v": .number(Double(version))],
+                data: ["v": .integer(version)],
                 createdAt: "t0",
                 updatedAt: "t1"
             )

@@ -21,14 +21,13 @@ import Testing
         switch Int.random(in: 0..<(depth < 2 ? 6 : 4), using: &random) {
         case 0: .null
         case 1: .bool(Bool.random(using: &random))
-        case 2: .number(Double(Int.random(in: -1_000_000...1_000_000, using: &random)) / 8)
+        case 2: .number(JSONNumber(Double(Int.random(in: -1_000_000...1_000_000, using: &random)) / 8)!)
         case 3: .string(texts.randomElement(using: &random)!)
         case 4: .array((0..<Int.random(in: 0...3, using: &random)).map { _ in value(&random, depth: depth + 1) })
         default:
             .object(
-                Dictionary(
-                    (0..<Int.random(in: 0...3, using: &random)).map { _ in (texts.randomElement(using: &random)!, value(&random, depth: depth + 1)) },
-                    uniquingKeysWith: { a, _ in a }
+                JSONObject(
+                    (0..<Int.random(in: 0...3, using: &random)).map { _ in (texts.randomElement(using: &random)!, value(&random, depth: depth + 1)) }
                 )
             )
         }

@@ -9,10 +9,10 @@ import Testing
 /// ``RealtimeServerMessage/writeEntityEvent(into:)``): the bytes must be those of `JSONEncoder` with sorted keys
 /// and unescaped slashes, which clients and stored rows were written with before.
 @Suite struct CloudJSONEncodingTests {
+    /// `value` through its `Encodable` conformance (LiveJSON's encoder: a `JSONValue` exactly, which Foundation's
+    /// `JSONEncoder` cannot write).
     static func foundation(_ value: some Encodable) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(value), as: UTF8.self)
+        String(decoding: try SortedJSONEncoder().encode(value), as: UTF8.self)
     }
 
     static func entity(_ values: inout SortedJSONEncoderTests.Values) -> Entity {

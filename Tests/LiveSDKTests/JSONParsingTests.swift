@@ -8,11 +8,11 @@ import Testing
 
 @Suite struct JSONParsingTests {
     static let documents = [
-        "{}", "[]", "null", "true", "false", "0", "-0", "12", "-12.5", "1e3", "1.5E-3", "2.5e+2", "123456789012345678",
+        "{}", "[]", "null", "true", "false", "0", "-0", "12", "-12.5", "123456789012345678",
         #"" a \"q\" \\ \/ \b\f\n\r\t""#, #""\u00e9\u4E2D\ud83d\ude00""#, "\"é中😀\"",
         #"{"a":[1,{"b":null}],"c":{"d":"e"},"f":[[],{}]}"#, " \n\t{ \"a\" : 1 , \"b\" : [ true , false ] } \r\n",
-        #"{"k":1,"k":2}"#, #"{"a":{"x":1,"x":2,"y":{"z":1,"z":[{"w":1,"w":{}},{"v":[]}]},"u":true},"a":3,"b":{},"c":[{"d":1}]}"#,
     ]
+    // Numbers with an exponent and repeated names are read as `JSONDecoder` cannot: JSONFidelityTests.
 
     @Test(arguments: documents) func parsesAsJSONDecoderDoes(_ text: String) throws {
         let expected = try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
@@ -84,10 +84,12 @@ import Testing
         #expect(try JSONValue.parse(text, as: RealtimeServerMessage.self) == expected)
     }
 
-    @Test func integersItCannotHoldExactlyAreRefusedNotRounded() throws {
+    @Test func integersAreReadExactlyOrRefusedNeverRounded() throws {
         let text = #"{"op":"ack","ref":1,"seq":1152921504606846977}"#
-        #expect(throws: DecodingError.self) { try JSONValue.parse(text, as: RealtimeServerMessage.self) }
-        #expect(try JSONDecoder().decode(RealtimeServerMessage.self, from: Data(text.utf8)).seq == 1_152_921_504_606_846_977)
+        #expect(try JSONValue.parse(text, as: RealtimeServerMessage.self).seq == 1_152_921_504_606_846_977)
+        #expect(throws: DecodingError.self) {
+            try JSONValue.parse(#"{"op":"ack","ref":1,"seq":9223372036854775808}"#, as: RealtimeServerMessage.self)
+        }
         #expect(throws: DecodingError.self) { try JSONValue.parse(#"{"op":"ack","ref":1.5}"#, as: RealtimeServerMessage.self) }
     }
 
@@ -100,7 +102,7 @@ import Testing
             "createdAt": "2026-01-01T00:00:00.000Z", "updatedAt": "2026-01-02T00:00:00.000Z", "deleted": false,
         ]
         let event: JSONValue = ["op": "event", "seq": 43, "topic": "object:notes/n1", "entity": entity, "previous": ["text": "b"]]
-        let text = { (value: JSONValue) in String(decoding: try JSONEncoder().encode(value), as: UTF8.self) }
+        let text = { (value: JSONValue) in String(decoding: try SortedJSONEncoder().encode(value), as: UTF8.self) }
         // The direct path is taken for an ordinary event (else this test would compare the general path with itself).
         #expect(RealtimeServerMessage(entityEvent: event) != nil)
         #expect(try CloudJSON.decodeRealtimeMessage(from: text(event)) == CloudJSON.decode(RealtimeServerMessage.self, from: text(event)))

@@ -15,7 +15,7 @@ struct LiveCollectionStateTests {
             collection: "m",
             id: id,
             version: version,
-            data: ["channel": .string(channel), "rank": .number(rank)],
+            data: ["channel": .string(channel), "rank": .number(JSONNumber(rank)!)],
             createdAt: "t",
             updatedAt: "t",
             deleted: deleted

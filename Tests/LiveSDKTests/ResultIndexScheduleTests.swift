@@ -210,14 +210,14 @@ import Testing
             collection: "c",
             id: id,
             version: version,
-            data: ["rank": .number(Double(rank)), "k": .bool(k)],
+            data: ["rank": .integer(rank), "k": .bool(k)],
             createdAt: "t0",
             updatedAt: "t\(version)"
         )
     }
 
     private static func rank(_ entity: Entity) -> Double {
-        if case .number(let rank) = entity.data["rank"] { return rank }
+        if case .number(let rank) = entity.data["rank"] { return rank.doubleValue }
         return -1
     }
 }
@@ -247,7 +247,7 @@ private actor HeldCloud {
         if !isOpen { await withCheckedContinuation { held.append($0) } }
         func key(_ entity: Entity) -> (Double, String) {
             guard case .number(let rank) = entity.data["rank"] else { return (-1, entity.id) }
-            return (rank, entity.id)
+            return (rank.doubleValue, entity.id)
         }
         let result = objects.values.filter { !$0.deleted && $0.data["k"] == .bool(true) }
             .sorted { key($0) < key($1) }
@@ -256,7 +256,7 @@ private actor HeldCloud {
         case .first: break
         case .after(let position):
             guard case .number(let rank) = position.value else { preconditionFailure("the index asked after \(position)") }
-            after = result.drop { key($0) <= (rank, position.id) }
+            after = result.drop { key($0) <= (rank.doubleValue, position.id) }
         case .last, .before: preconditionFailure("the index reads forwards only")
         }
         let items = Array(after.prefix(limit))

@@ -40,6 +40,11 @@ extern "C" {
 struct json_object;
 typedef struct lg_client lg_client;
 
+/* Values are exact (Protocol/ipc, "Values"). An integer beyond int64_t is a json_type_int read with
+ * json_object_get_uint64 while it fits uint64_t; beyond both, a json_type_double that keeps its text:
+ * json_object_get_string and json-c's writer give it exactly, json_object_get_double its nearest double. Floats keep
+ * their text the same way. JSON text given to the library is sent with its numbers as written. */
+
 /* Called with each object.changed of a token: `params` is the notification's params object
  * {"token", "snapshot" (object or null), "dataStatus", "loadingStatus", "error"?}. */
 typedef void (*lg_object_callback)(lg_client *client, int64_t token, struct json_object *params, void *userdata);

@@ -148,13 +148,23 @@ extension LiveGateClient {
 }
 
 extension JSONValue {
-    /// This value decoded as `T`.
+    /// This value decoded as `T`: exactly (LiveJSON's decoder: an `Int64` field takes any integer in its range);
+    /// a type that decoder does not take (`Data` as base64, say) is decoded as Foundation's `JSONDecoder` does.
     func decode<T: Decodable>(as type: T.Type) throws -> T {
-        try JSONDecoder().decode(T.self, from: JSONEncoder().encode(self))
+        if let decoded = try? JSONValueDecoder.decode(T.self, from: self) { return decoded }
+        var writer = JSONWriter()
+        try writer.write(self)
+        return try JSONDecoder().decode(T.self, from: Data(writer.bytes))
     }
 
-    /// `value` encoded to JSON.
+    /// `value` encoded to JSON (LiveJSON's encoder, or Foundation's for a type it does not take).
     init(encoding value: some Encodable) throws {
-        self = try JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(value))
+        let bytes: [UInt8]
+        do {
+            bytes = try SortedJSONEncoder(refusing: [Data.self, URL.self, Decimal.self]).encode(value)
+        } catch is SortedJSONEncoder.Unsupported {
+            bytes = Array(try JSONEncoder().encode(value))
+        }
+        self = try JSONValue(parsing: bytes)
     }
 }

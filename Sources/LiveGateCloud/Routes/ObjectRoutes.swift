@@ -225,7 +225,8 @@ struct ObjectRoutes: Sendable {
             else {
                 throw CloudHTTPError.badRequest("where must be a JSON object of field names and values, like {\"channel\":\"c1\"}")
             }
-            query.where = filters
+            // Field names are ASCII (`CollectionQuery.problem` refuses any other), so a dictionary merges none.
+            query.where = Dictionary(filters.map { ($0.key, $0.value) }, uniquingKeysWith: { $1 })
         }
         if let text = parameters["sort"].map(String.init) {
             query.sort = text.hasPrefix("-") ? QuerySort(field: String(text.dropFirst()), descending: true) : QuerySort(field: text)

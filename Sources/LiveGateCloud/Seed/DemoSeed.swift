@@ -32,7 +32,7 @@ public enum DemoSeed {
         var all: [(String, String, JSONValue)] = []
         for (index, name) in people.enumerated() {
             all.append(
-                ("users", name, ["displayName": .string(name.prefix(1).uppercased() + name.dropFirst()), "joined": .number(Double(2020 + index))])
+                ("users", name, ["displayName": .string(name.prefix(1).uppercased() + name.dropFirst()), "joined": .integer(2020 + index)])
             )
         }
         all.append(("communities", "swift", ["name": "Swift on Linux", "isPublic": true]))
@@ -53,7 +53,7 @@ public enum DemoSeed {
                     "messages", "general-\(index + 1)",
                     [
                         "channel": "general", "author": .string(people[index % people.count]), "text": .string(text),
-                        "sentAt": .number(Double(index + 1)),
+                        "sentAt": .integer(index + 1),
                     ]
                 )
             )

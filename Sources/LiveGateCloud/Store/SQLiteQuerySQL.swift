@@ -8,7 +8,8 @@ import LiveJSON
 ///
 /// An item's place in the order is the triple `(hasValue, value, id)`: `hasValue` is 0 for a missing or
 /// `null` sort field, so those come first; `value` is the field as `json_extract` gives it (booleans as 0/1,
-/// numbers compared numerically, strings and JSON text by bytes), which is the order `QueryPosition`
+/// numbers compared numerically: integers within `Int64` exactly, others as `REAL`; strings and JSON text by
+/// bytes), which is the order `QueryPosition`
 /// implements in Swift. Field names are validated (`CollectionQuery.isValidField`) before they reach SQL.
 ///
 /// A field with an index (``QueryIndexes``) is read through generated columns of its own (``FieldColumns``):
@@ -37,7 +38,7 @@ struct SQLiteQuerySQL {
                 clauses.append("\(type) = '\(flag ? "true" : "false")'")
             case .number(let number):
                 clauses.append("\(type) IN ('integer', 'real') AND \(extracted) = ?")
-                arguments += [number]
+                arguments += [Self.sqliteNumber(number)]
             case .string(let string):
                 clauses.append("\(type) = 'text' AND \(extracted) = ?")
                 arguments += [string]
@@ -82,11 +83,19 @@ struct SQLiteQuerySQL {
         switch position.value {
         case .null: return [0, 0, position.id]
         case .bool(let flag): value = flag ? 1 : 0
-        case .number(let number): value = number
+        case .number(let number): value = Self.sqliteNumber(number)
         case .string(let string): value = string
         case .array, .object: value = position.textForOrdering
         }
         return [1, value, position.id]
+    }
+
+    /// A number as SQLite's `json_extract` reads it from the stored text: an integer within `Int64` as one
+    /// (compared exactly, with integers and reals alike), any other as its nearest `REAL`. Beyond `Int64` and
+    /// past 2^53 in a fraction, SQLite compares numbers by their nearest `REAL` (Protocol/cloud says so).
+    static func sqliteNumber(_ number: JSONNumber) -> any DatabaseValueConvertible {
+        if let integer = number.int64Value { return integer }
+        return number.doubleValue
     }
 }
 

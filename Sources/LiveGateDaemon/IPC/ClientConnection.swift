@@ -299,7 +299,7 @@ final class ClientConnection: Sendable {
                     code: .limitExceeded,
                     message:
                         "a frame of at least \(byteCount) bytes exceeds the limit of \(limit) bytes; it was discarded up to the next newline",
-                    data: ["limit": "maxFrameBytes", "maxFrameBytes": .number(Double(limit))]
+                    data: ["limit": "maxFrameBytes", "maxFrameBytes": .integer(limit)]
                 ),
                 id: nil
             )

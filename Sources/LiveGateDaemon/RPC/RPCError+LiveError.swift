@@ -23,7 +23,7 @@ extension RPCError {
             self.init(
                 code: .versionConflict,
                 message: error.message,
-                data: error.currentVersion.map { ["currentVersion": .number(Double($0))] }
+                data: error.currentVersion.map { ["currentVersion": .integer($0)] }
             )
         case .invalidArgument:
             self.init(code: .invalidParams, message: error.message)

@@ -56,7 +56,18 @@ struct RequestHandler {
                     error: RPCError(
                         code: .limitExceeded,
                         message: "the frame nests arrays and objects deeper than \(RequestLimits.maxJSONDepth) levels",
-                        data: ["limit": "maxJSONDepth", "maxJSONDepth": .number(Double(RequestLimits.maxJSONDepth))]
+                        data: ["limit": "maxJSONDepth", "maxJSONDepth": .integer(RequestLimits.maxJSONDepth)]
+                    ),
+                    id: .null
+                )
+            } else if error.isNumberLimit {
+                // Valid JSON, but a number this daemon will not keep (it keeps every number exactly).
+                connection.respond(
+                    error: RPCError(
+                        code: .limitExceeded,
+                        message:
+                            "the frame holds a number longer than \(JSONNumber.maxTextLength) characters written out without an exponent (at byte \(error.offset))",
+                        data: ["limit": "maxNumberLength", "maxNumberLength": .integer(JSONNumber.maxTextLength)]
                     ),
                     id: .null
                 )
@@ -81,7 +92,7 @@ struct RequestHandler {
                 error: RPCError(
                     code: .limitExceeded,
                     message: "a batch of \(members.count) requests exceeds the limit of \(RequestLimits.maxBatchRequests); split it",
-                    data: ["limit": "maxBatchRequests", "maxBatchRequests": .number(Double(RequestLimits.maxBatchRequests))]
+                    data: ["limit": "maxBatchRequests", "maxBatchRequests": .integer(RequestLimits.maxBatchRequests)]
                 ),
                 id: .null
             )
@@ -185,7 +196,7 @@ struct RequestHandler {
             throw RPCError(
                 code: .unsupportedProtocol,
                 message: "this daemon speaks protocol \(livegateProtocolVersion), not \(hello.protocol)",
-                data: ["supported": [.number(Double(livegateProtocolVersion))]]
+                data: ["supported": [.integer(livegateProtocolVersion)]]
             )
         }
         connection.name = hello.client
@@ -524,7 +535,7 @@ struct RequestHandler {
         }
         wedged += 1
         connection.logger.warning("test hook: wedged event loops", metadata: ["loops": "\(wedged)", "ms": "\(request.milliseconds)"])
-        connection.respond(result: ["wedgedLoops": JSONValue.number(Double(wedged))] as [String: JSONValue], id: id)
+        connection.respond(result: ["wedgedLoops": JSONValue.integer(wedged)] as [String: JSONValue], id: id)
         // The answer is queued by a task on the loop, which schedules the loop's flush; a task queued now runs
         // after the first and before the flush, so the one it queues in turn runs after the answer is written.
         own.execute { own.execute { usleep(microseconds) } }
@@ -576,6 +587,8 @@ struct RequestHandler {
         case is String.Type: "a string"
         case is Int.Type, is Int64.Type: "an integer"
         case is Bool.Type: "a boolean"
+        case is JSONObject.Type: "an object"
+        case is [JSONValue].Type: "an array"
         default: "of type \(type)"
         }
     }

@@ -187,6 +187,14 @@ package final class CacheStore: Sendable {
             try db.alter(table: "entity") { table in table.add(column: "topicSeq", .integer) }
         }
         migrator.registerMigration("v10-result-item-sort-value", migrate: addResultItemSortValues)
+        migrator.registerMigration("v11-exact-values") { db in
+            // Copies written before values were kept exactly (numbers past 2^53 rounded, names merged) are
+            // fetched again. Their versions stay known as evicted ones, so no version goes back.
+            try db.execute(sql: "INSERT OR REPLACE INTO evictedVersion (collection, id, version) SELECT collection, id, version FROM entity")
+            for table in ["entity", "queryResult", "resultItem", "resultIndex", "checkpoint"] {
+                try db.execute(sql: "DELETE FROM \(table)")
+            }
+        }
         return migrator
     }
 

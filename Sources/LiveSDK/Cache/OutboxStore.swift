@@ -281,11 +281,12 @@ package final class OutboxStore: Sendable {
         case .merge(let patch): stored = StoredWrite(kind: "merge", data: patch)
         case .delete: stored = StoredWrite(kind: "delete")
         }
-        return String(decoding: try JSONEncoder().encode(stored), as: UTF8.self)
+        // LiveJSON's encoder and decoder: the data kept exactly (Foundation's rounds numbers past 2^53).
+        return String(decoding: try SortedJSONEncoder().encode(stored), as: UTF8.self)
     }
 
     private static func decodeWrite(_ text: String) throws -> LiveWrite {
-        let stored = try JSONDecoder().decode(StoredWrite.self, from: Data(text.utf8))
+        let stored = try JSONValueDecoder.decode(StoredWrite.self, from: JSONValue(parsing: text))
         switch (stored.kind, stored.data) {
         case ("replace", let data?): return .replace(data)
         case ("merge", let data?): return .merge(data)

@@ -131,9 +131,7 @@ package struct CloudClient: Sendable {
         var parameters: [String] = ["limit=\(limit)"]
         func encoded(_ text: String) -> String { text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? text }
         if !query.where.isEmpty {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            let text = (try? encoder.encode(query.where)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+            let text = (try? SortedJSONEncoder().encode(query.where)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
             parameters.append("where=" + encoded(text))
         }
         if let sort = query.sort { parameters.append("sort=" + (sort.descending ? "-" : "") + sort.field) }
@@ -192,7 +190,8 @@ package struct CloudClient: Sendable {
         do {
             if let body {
                 request.headers.add(name: "Content-Type", value: "application/json")
-                request.body = .bytes(ByteBuffer(bytes: try JSONEncoder().encode(body)))
+                // LiveJSON's encoder: the data's numbers and names exactly as they are.
+                request.body = .bytes(ByteBuffer(bytes: try SortedJSONEncoder().encode(body)))
             }
             let response = try await connections.client.execute(request, timeout: timeout ?? self.timeout)
             let bytes = try await response.body.collect(upTo: 64 << 20)

@@ -202,12 +202,12 @@ final class CheckerClient: Sendable {
         case .object(let id):
             var params: [String: JSONValue] = ["collection": .string(LiveSemanticsChecker.collection), "id": .string(id)]
             let since = state.withLock { $0.objectLineage[id] }
-            if let since { params["sinceVersion"] = .number(Double(since)) }
-            try await send("object.observe", .object(params), .observe(plan, since: since))
+            if let since { params["sinceVersion"] = .integer(since) }
+            try await send("object.observe", .object(JSONObject(params)), .observe(plan, since: since))
         case .collection(_, let query):
             try await send(
                 "collection.observe",
-                ["collection": .string(LiveSemanticsChecker.collection), "query": query.json, "pageSize": .number(Double(query.pageSize))],
+                ["collection": .string(LiveSemanticsChecker.collection), "query": query.json, "pageSize": .integer(query.pageSize)],
                 .observe(plan)
             )
         }
@@ -227,7 +227,7 @@ final class CheckerClient: Sendable {
             state.invalidating.formUnion(tokens)
             return tokens
         }
-        for token in ended { try await send("token.invalidate", ["token": .number(Double(token))], .invalidate(token: token)) }
+        for token in ended { try await send("token.invalidate", ["token": .integer(token)], .invalidate(token: token)) }
         try await observe(.object(id: id))
     }
 
@@ -238,13 +238,13 @@ final class CheckerClient: Sendable {
         switch kind {
         case .collection:
             if Int.random(in: 0..<3, using: &random) == 0 {
-                try await send("collection.resetPage", ["token": .number(Double(token))], .resetPage(token: token))
+                try await send("collection.resetPage", ["token": .integer(token)], .resetPage(token: token))
             } else {
-                try await send("collection.nextPage", ["token": .number(Double(token))], .nextPage(token: token))
+                try await send("collection.nextPage", ["token": .integer(token)], .nextPage(token: token))
             }
         case .object(let object):
             state.withLock { _ = $0.invalidating.insert(token) }
-            try await send("token.invalidate", ["token": .number(Double(token))], .invalidate(token: token))
+            try await send("token.invalidate", ["token": .integer(token)], .invalidate(token: token))
             try await observe(.object(id: object.id))
         }
     }
@@ -255,7 +255,7 @@ final class CheckerClient: Sendable {
             "object.update",
             [
                 "collection": .string(LiveSemanticsChecker.collection), "id": .string(id),
-                "data": ["group": .string(group), "rank": .number(Double(rank)), "by": .string(name)], "wait": false,
+                "data": ["group": .string(group), "rank": .integer(rank), "by": .string(name)], "wait": false,
             ],
             .write(id: id)
         )
@@ -282,7 +282,7 @@ final class CheckerClient: Sendable {
             if let request { state.requests[state.nextID] = request }
             return state.nextID
         }
-        let frame: JSONValue = ["jsonrpc": "2.0", "id": .number(Double(id)), "method": .string(method), "params": params]
+        let frame: JSONValue = ["jsonrpc": "2.0", "id": .integer(id), "method": .string(method), "params": params]
         let text = String(decoding: try JSONEncoder().encode(frame), as: UTF8.self)
         try await channel.writeAndFlush(ByteBuffer(string: text + "\n"))
     }

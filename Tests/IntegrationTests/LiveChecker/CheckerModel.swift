@@ -41,7 +41,7 @@ struct CheckedQuery: Equatable, Sendable, CustomStringConvertible {
     var json: JSONValue {
         var query: [String: JSONValue] = ["sort": ["field": "rank", "descending": .bool(descending)]]
         if let group { query["where"] = ["group": .string(group)] }
-        return .object(query)
+        return .object(JSONObject(query))
     }
 
     var description: String { "{group: \(group ?? "*"), rank \(descending ? "desc" : "asc"), pageSize \(pageSize)}" }

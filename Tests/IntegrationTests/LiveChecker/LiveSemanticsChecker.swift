@@ -87,7 +87,7 @@ struct LiveSemanticsChecker {
         for id in ids {
             _ = try await remote.put(
                 id,
-                ["group": .string(Self.groups.randomElement(using: &random)!), "rank": .number(Double(Int.random(in: 0..<50, using: &random)))]
+                ["group": .string(Self.groups.randomElement(using: &random)!), "rank": .integer(Int.random(in: 0..<50, using: &random))]
             )
         }
         _ = ledger.check(versions: try await remote.liveItems().mapValues(\.version))  // the versions writes count from
@@ -202,7 +202,7 @@ struct LiveSemanticsChecker {
     }
 
     private func randomData(using random: inout SeededGenerator) -> JSONValue {
-        ["group": .string(Self.groups.randomElement(using: &random)!), "rank": .number(Double(Int.random(in: 0..<50, using: &random)))]
+        ["group": .string(Self.groups.randomElement(using: &random)!), "rank": .integer(Int.random(in: 0..<50, using: &random))]
     }
 
     /// A client observes an object the daemon has never held (its observation reads the object, then subscribes

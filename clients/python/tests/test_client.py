@@ -210,3 +210,32 @@ def test_asyncio_feed_and_stream(stack: Stack) -> None:
             await listener.close()
 
     asyncio.run(run())
+
+
+def test_values_round_trip_exactly(stack: Stack) -> None:
+    """Integers of any size, floats, and names that differ only by Unicode normalization come back as written."""
+    nfc, nfd = "\u00e9", "e\u0301"
+    data: dict[str, object] = {
+        "big": 10000000000000000999,
+        "neg": -123123123123123123123123123123,
+        "id": 9007199254740993,
+        "min": -9223372036854775808,
+        "f": 1.0,
+        nfc: 1,
+        nfd: 2,
+    }
+    # Through the cloud's REST API: a float written with an exponent comes back written out, still a float.
+    stack.remote_put("values", "r1", {"e": 1e6, **data})
+    with livegate.Client(stack.socket, client="pytest-values") as daemon:
+        with daemon.observe_object("values", "r1") as remote:
+            fresh = remote.wait_for(lambda s: s.data_status == "fresh")
+            assert fresh.data == {"e": 1000000.0, **data}
+            assert isinstance(fresh.data["e"], float) and isinstance(fresh.data["f"], float)
+            assert isinstance(fresh.data["big"], int)
+            assert len(fresh.data) == 8
+        # Through the daemon.
+        snapshot = daemon.update("values", "d1", data)
+        assert snapshot is not None and snapshot.data == data
+        with daemon.observe_object("values", "d1", policy="freshOnly") as written:
+            state = written.wait_for(lambda s: s.data_status == "fresh")
+            assert state.data == data and isinstance(state.data["f"], float)

@@ -26,7 +26,7 @@ struct PostgresStatement {
 /// the order `CollectionQuery` specifies exactly, as `SQLiteQuerySQL` does for SQLite.
 ///
 /// An item's place is the tuple `(rank, number, text, id)`: `rank` 0 for a missing or `null` sort field, 1
-/// for numbers and booleans (compared as `number`, `false` = 0 and `true` = 1), 2 for strings, arrays and
+/// for numbers and booleans (compared as `numeric`, exactly, `false` = 0 and `true` = 1), 2 for strings, arrays and
 /// objects (compared as `text` by bytes, arrays and objects as compact JSON with sorted keys). Field names
 /// are validated (`CollectionQuery.isValidField`: letters, digits, `_`) before they are written into SQL.
 struct PostgresQuerySQL {
@@ -44,7 +44,8 @@ struct PostgresQuerySQL {
                 // As `jsonb_typeof` and `->>` give it, so the field's filter index serves it.
                 statement.append(" AND jsonb_typeof(\(path)) = 'boolean' AND data ->> '\(field)' = '\(flag ? "true" : "false")'")
             case .number(let number):
-                statement.append(" AND jsonb_typeof(\(path)) = 'number' AND (data ->> '\(field)')::float8 = \(statement.bind(number))")
+                // `numeric`: exact at any size, as jsonb holds the number.
+                statement.append(" AND jsonb_typeof(\(path)) = 'number' AND (data ->> '\(field)')::numeric = \(statement.bind(number.text))::numeric")
             case .string(let string):
                 statement.append(" AND jsonb_typeof(\(path)) = 'string' AND data ->> '\(field)' = \(statement.bind(string))")
             case .array, .object:
@@ -79,7 +80,7 @@ struct PostgresQuerySQL {
         let kind = "jsonb_typeof(\(value))"
         return [
             "(CASE \(kind) WHEN 'number' THEN 1 WHEN 'boolean' THEN 1 WHEN 'string' THEN 2 WHEN 'array' THEN 2 WHEN 'object' THEN 2 ELSE 0 END)",
-            "(CASE \(kind) WHEN 'number' THEN (data ->> '\(field)')::float8 WHEN 'boolean' THEN (CASE WHEN \(value) = 'true'::jsonb THEN 1 ELSE 0 END) ELSE 0 END)",
+            "(CASE \(kind) WHEN 'number' THEN (data ->> '\(field)')::numeric WHEN 'boolean' THEN (CASE WHEN \(value) = 'true'::jsonb THEN 1 ELSE 0 END) ELSE 0 END)",
             "(CASE \(kind) WHEN 'string' THEN data ->> '\(field)' WHEN 'array' THEN livegate_compact(\(value)) WHEN 'object' THEN livegate_compact(\(value)) ELSE '' END) COLLATE \"C\"",
         ]
     }
@@ -98,7 +99,7 @@ struct PostgresQuerySQL {
         var values: [String] = []
         if query.sort != nil {
             values.append(statement.bind(position.kindRank))
-            values.append(statement.bind(position.numeric))
+            values.append(statement.bind(position.numeric.text) + "::numeric")
             values.append(statement.bind(position.textForOrdering))
         }
         values.append(statement.bind(position.id))

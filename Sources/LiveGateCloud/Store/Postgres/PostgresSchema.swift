@@ -99,6 +99,19 @@ enum PostgresSchema {
             "CREATE TABLE collection_size (collection text COLLATE \"C\" PRIMARY KEY, live bigint NOT NULL)",
             "INSERT INTO collection_size (collection, live) SELECT collection, count(*) FROM entity WHERE NOT deleted GROUP BY collection",
         ],
+        // v6: numbers sort exactly (`numeric`, not `float8`): the sort indexes made over the old terms are dropped,
+        // and made again over the new ones by the first query that needs each.
+        [
+            """
+            DO $$ DECLARE name text; BEGIN
+                FOR name IN SELECT indexname FROM pg_indexes
+                    WHERE schemaname = current_schema() AND tablename = 'entity' AND indexname LIKE 'lg\\_sort\\_%'
+                LOOP
+                    EXECUTE format('DROP INDEX %I', name);
+                END LOOP;
+            END $$
+            """
+        ],
     ]
 
     /// An advisory lock key of the schema's own ("lg-schem").
