@@ -36,6 +36,23 @@ import Testing
         #expect(json.output.hasPrefix(#"[{"collection":"tasks","data":{"done":true,"list":"home","rank":3},"id":"a""#), "\(json.output)")
     }
 
+    /// What livegatectl writes and prints is exact (Protocol/ipc, "Values"): big integers, floats, NFC and NFD names,
+    /// and a filter on a number past 2^53.
+    @Test func valuesGoThroughExactly() async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        let written = "{\"big\":10000000000000000999,\"e\":1E6,\"f\":1.0,\"n\":9007199254740993,\"\u{E9}\":1,\"e\u{301}\":2}"
+        let expected = "{\"big\":10000000000000000999,\"e\":1000000.0,\"e\u{301}\":2,\"f\":1.0,\"n\":9007199254740993,\"\u{E9}\":1}"
+        let put = try ctl(cluster, ["put", "values", "v1", written])
+        #expect(put.status == 0, "\(put.output)")
+        _ = try ctl(cluster, ["put", "values", "v2", #"{"n":9007199254740992}"#])
+        let get = try ctl(cluster, ["get", "values", "v1"])
+        #expect(get.status == 0 && get.output.contains(expected), "\(get.output)")
+        let list = try ctl(cluster, ["list", "values", "--where", "n=9007199254740993", "--json"])
+        #expect(list.status == 0 && list.output.hasPrefix(#"[{"collection":"values","data":"# + expected), "\(list.output)")
+        #expect(!list.output.contains(#""v2""#), "\(list.output)")
+    }
+
     @Test func exitCodesSayWhatWentWrong() async throws {
         let cluster = try await TestCluster.start()
         defer { cluster.stop() }
