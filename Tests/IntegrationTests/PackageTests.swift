@@ -142,10 +142,10 @@ struct PackageTests {
         #expect(try sandbox.shell("systemctl is-active livegated.socket livegated.service").output == "inactive\ninactive\n")
         #expect(try sandbox.shell("test -f /etc/livegate/livegated.conf && test -d /var/lib/livegate").status == 0)
 
-        // Purge: nothing of it is left: state, configuration, password, units' state, user and group.
+        // Purge: nothing of it is left: state, the socket's directory, configuration, password, units' state, user and group.
         _ = try inside(sandbox, "apt-get purge -y -q \(Self.packages.joined(separator: " ")) 2>&1")
         let left = try sandbox.shell(
-            "ls -d /etc/livegate /var/lib/livegate /etc/livegate-cloud /var/lib/private/livegate-cloud "
+            "ls -d /etc/livegate /var/lib/livegate /run/livegate /etc/livegate-cloud /var/lib/private/livegate-cloud "
                 + "/etc/systemd/system/sockets.target.wants/livegated.socket /var/lib/systemd/deb-systemd-helper-enabled/livegated.socket.dsh-also 2>/dev/null; "
                 + "getent passwd livegate; getent group livegate; true"
         )
