@@ -42,6 +42,8 @@ public struct DaemonStats: Codable, Sendable, Equatable {
     /// Writes acknowledged to clients and waiting in the outbox for the cloud.
     public var pendingWrites: Int
     public var session: SessionStateBody
+    /// A damaged outbox salvaged at start and kept aside, while its file is there (an administrator removes it).
+    public var quarantinedOutbox: QuarantinedOutbox?
 
     public init(
         version: String,
@@ -54,7 +56,8 @@ public struct DaemonStats: Codable, Sendable, Equatable {
         streamBodiesEncoded: Int,
         feedBodiesEncoded: Int,
         pendingWrites: Int,
-        session: SessionStateBody
+        session: SessionStateBody,
+        quarantinedOutbox: QuarantinedOutbox? = nil
     ) {
         self.version = version
         self.uptimeSeconds = uptimeSeconds
@@ -67,5 +70,26 @@ public struct DaemonStats: Codable, Sendable, Equatable {
         self.feedBodiesEncoded = feedBodiesEncoded
         self.pendingWrites = pendingWrites
         self.session = session
+        self.quarantinedOutbox = quarantinedOutbox
+    }
+}
+
+/// A damaged outbox the daemon salvaged at start: where the damaged file is kept, how many writes were salvaged
+/// from it, and how many could not be read (absent when that cannot be known).
+public struct QuarantinedOutbox: Codable, Sendable, Equatable {
+    public var file: String
+    public var salvaged: Int
+    public var unreadable: Int?
+
+    public init(file: String, salvaged: Int, unreadable: Int?) {
+        self.file = file
+        self.salvaged = salvaged
+        self.unreadable = unreadable
+    }
+
+    /// What `livegatectl stats` and the unit's status say of it.
+    public var summary: String {
+        let lost = unreadable.map { "\($0) unreadable" } ?? "unreadable unknown"
+        return "damaged outbox kept at \(file) (\(salvaged) writes salvaged, \(lost))"
     }
 }

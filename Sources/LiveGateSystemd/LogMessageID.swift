@@ -24,10 +24,11 @@ public enum LogMessageID {
     public static let storageRecovered = "75717a088b1d4d90831ee5a3eca39f38"
     public static let cacheMovedAside = "d2ae51b03d10453f887ddcba0a942873"
     public static let outboxDamaged = "cd4c7809fc52433a8fbd45c68731505a"
+    public static let outboxSalvaged = "93e28c64771c49abbdeea610202497fa"
 
     /// Every ID above (the catalog must explain each).
     public static let all = [
         sessionEstablished, sessionLost, cloudConnected, cloudLost, clientRefused, clientCutOff, reloaded, configRejected, started,
-        stopping, storageFailing, storageRecovered, cacheMovedAside, outboxDamaged,
+        stopping, storageFailing, storageRecovered, cacheMovedAside, outboxDamaged, outboxSalvaged,
     ]
 }

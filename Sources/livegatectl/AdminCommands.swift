@@ -20,7 +20,7 @@ struct Stats: AsyncParsableCommand {
                 print(jsonText(stats))
                 return
             }
-            let rows: [(String, String)] = [
+            var rows: [(String, String)] = [
                 ("version", stats.version),
                 ("uptime", Self.duration(stats.uptimeSeconds)),
                 ("cloud session", stats.session.session),
@@ -34,6 +34,7 @@ struct Stats: AsyncParsableCommand {
                     "collections \(stats.collectionBodiesEncoded), streams \(stats.streamBodiesEncoded), feeds \(stats.feedBodiesEncoded)"
                 ),
             ]
+            if let quarantined = stats.quarantinedOutbox { rows.append(("outbox", quarantined.summary)) }
             let width = rows.map(\.0.count).max() ?? 0
             for (name, value) in rows {
                 print(name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + value)

@@ -138,8 +138,9 @@ struct Livegated: AsyncParsableCommand {
         do {
             daemon = try await LiveGateDaemon(configuration: configuration, settings: settings, logger: logger)
         } catch let error as LiveError where error.code == .storageDamaged {
-            // The outbox is damaged (a damaged cache is moved aside instead): restarting cannot help, and
-            // starting without it would drop writes clients were told are queued.
+            // The outbox is damaged and could not be salvaged (a full or read-only disk; a damaged outbox is otherwise
+            // salvaged, a damaged cache moved aside): restarting cannot help, and starting without it would drop
+            // writes clients were told are queued.
             logger.critical("\(error.message)", metadata: [LogField.messageID: .string(LogMessageID.outboxDamaged)])
             throw ExitCode(65)  // EX_DATAERR; the unit does not restart on it
         } catch {

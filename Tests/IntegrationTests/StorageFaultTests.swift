@@ -5,11 +5,12 @@ import LiveCloudAPI
 import LiveGateClient
 import LiveGateProtocol
 import LiveJSON
+import NIOHTTP1
 import Testing
 
 /// Faults of the state directory a host really has, on the real daemon: a damaged cache (moved aside, the
 /// daemon serves from the cloud), a damaged cache under queued writes (the writes live in the outbox, and
-/// reach the cloud), a damaged outbox (the daemon refuses to start and says what to do), a full disk
+/// reach the cloud), a damaged outbox (what is readable is salvaged and sent, the damaged file kept), a full disk
 /// (writes get -32008, reads go on, the journal says it once).
 @Suite(.serialized) struct StorageFaultTests {
     /// The daemon's `livegated` command line as `startDaemon` runs it, for a start that is expected to fail.
@@ -84,38 +85,78 @@ import Testing
         }
     }
 
-    @Test(arguments: ["truncated to nothing", "random bytes"])
-    func aDamagedOutboxStopsTheStartAndSaysWhatToDo(_ damage: String) async throws {
+    /// A damaged outbox does not stop the service: the writes still readable are salvaged into a new outbox and
+    /// sent, once and in order; the damaged file is kept aside; the journal and `livegatectl stats` say so.
+    @Test(arguments: ["emptied", "random bytes", "text written over it", "a garbled journal beside it", "truncated to half"])
+    func aDamagedOutboxIsSalvagedAndTheDaemonServes(_ damage: String) async throws {
         let cluster = try await TestCluster.start()
         defer { cluster.stop() }
         try await eventually("the daemon's realtime connection") { try await cluster.stats().connections == 1 }
+        // The cloud refuses every write, so they wait in the outbox: one object, replaced 200 times (n = 1...200).
         try await cluster.fault(#"{"failRequests":100000}"#)
+        let writes = 200
         try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "outbox") { daemon in
-            try await daemon.queueUpdate(collection: "notes", id: "lost", data: ["n": 1])
+            for n in 1...writes {
+                try await daemon.queueUpdate(
+                    collection: "notes",
+                    id: "queued",
+                    data: ["n": .integer(n), "pad": .string(String(repeating: "x", count: 64))]
+                )
+            }
         }
         #expect(cluster.stopDaemon() == 0)
         let outbox = cluster.directory + "/state/outbox.sqlite"
-        if damage.hasPrefix("truncated") {
-            #expect(truncate(outbox, 0) == 0)
-        } else {
-            try overwrite(outbox, withRandomBytes: 8 * 1024)
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: outbox)[.size] as? Int)
+        switch damage {
+        case "emptied": #expect(truncate(outbox, 0) == 0)
+        case "random bytes": try overwrite(outbox, withRandomBytes: 8 * 1024)
+        case "text written over it": try Data(String(repeating: "not a database\n", count: 500).utf8).write(to: URL(fileURLWithPath: outbox))
+        case "a garbled journal beside it": try overwrite(outbox + "-journal", withRandomBytes: 4 * 1024)
+        default: #expect(truncate(outbox, off_t(size / 2)) == 0)
         }
         let damaged = try Data(contentsOf: URL(fileURLWithPath: outbox))
 
-        // An empty outbox.sqlite would otherwise open as a new, empty database, and the write be gone unsaid.
-        let (status, output) = try runToCompletion(TestCluster.binDirectory + "/livegated", daemonCommand(cluster))
-        #expect(status == 65, "EX_DATAERR, which the unit does not restart on: \(output)")
-        #expect(output.contains(outbox) && output.contains("mv \(outbox) \(outbox).damaged") && output.contains(".recover"), "\(output)")
-        #expect(output.contains("cd4c7809fc52433a8fbd45c68731505a"), "its MESSAGE_ID: \(output)")
-        #expect(try Data(contentsOf: URL(fileURLWithPath: outbox)) == damaged, "the damaged outbox is left as it was")
-
-        // Doing what it says: the daemon starts (without the lost write), with a new outbox.
-        try FileManager.default.moveItem(atPath: outbox, toPath: outbox + ".damaged")
+        // Without the salvage, the daemon exits 65 and nothing is served.
+        let begun = ContinuousClock.now
         try await cluster.startDaemon()
-        let stats = try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "outbox") { daemon in
-            try await daemon.stats()
+        let stats = try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "outbox") { try await $0.stats() }
+        #expect(ContinuousClock.now - begun < .seconds(5), "the daemon answers within 5 s")
+
+        // What was salvaged reaches the cloud, each write once and in order: the object's version is the number of
+        // writes applied, and its data the last one's.
+        let salvaged: Int
+        if damage == "a garbled journal beside it" {
+            // SQLite sets an invalid journal aside: the outbox is whole, nothing to salvage.
+            #expect(stats.quarantinedOutbox == nil)
+            salvaged = writes
+        } else {
+            let quarantined = try #require(stats.quarantinedOutbox, "stats: \(stats)")
+            #expect(quarantined.file.hasPrefix(outbox + ".damaged-"))
+            #expect(try Data(contentsOf: URL(fileURLWithPath: quarantined.file)) == damaged, "the damaged file is kept as it was")
+            salvaged = quarantined.salvaged
+            #expect(stats.pendingWrites == salvaged)
+            if damage == "truncated to half" {
+                #expect(salvaged > 0 && salvaged < writes, "salvaged \(salvaged) of \(writes)")
+            } else {
+                #expect(salvaged == 0 && quarantined.unreadable == nil)
+            }
+            let log = cluster.daemonLog
+            #expect(log.contains("93e28c64771c49abbdeea610202497fa") && log.contains(quarantined.file), "the journal entry: \(log.suffix(2000))")
+            let printed = try runToCompletion(TestCluster.binDirectory + "/livegatectl", ["stats", "--socket", cluster.socketPath])
+            #expect(printed.output.contains("damaged outbox kept at \(quarantined.file) (\(salvaged) writes salvaged"), "\(printed.output)")
         }
-        #expect(stats.pendingWrites == 0)
+        try await cluster.fault(#"{"failRequests":0}"#)
+        try await eventually("the outbox sent", timeout: .seconds(60)) {
+            try await LiveGateConnection.withConnection(socketPath: cluster.socketPath, client: "outbox") { try await $0.stats() }.pendingWrites == 0
+        }
+        if salvaged == 0 {
+            let read = try await cluster.call(.GET, CloudPath.object(EntityKey(collection: "notes", id: "queued")), token: try await cluster.login())
+            #expect(read.status == 404, "nothing salvaged, nothing sent: \(read.body)")
+        } else {
+            let entity = try await cluster.get("notes", "queued")
+            #expect(entity.version == Int64(salvaged), "each salvaged write applied once")
+            if damage == "a garbled journal beside it" { #expect(entity.data["n"] == .integer(writes)) }
+        }
     }
 
     /// The state directory on a tmpfs of 1 MiB, mounted in a mount namespace of the daemon's own (root only).

@@ -1,6 +1,7 @@
 // Licensed under the Apache License, Version 2.0.
 
 import Foundation
+import LiveGateProtocol
 import LiveGateSystemd
 import LiveSDK
 import Logging
@@ -84,7 +85,8 @@ extension DaemonContext {
         let session = await engine.session.state
         let connection = await engine.connectionStatus
         let socket = connections.servingSocket.map { "; on \($0)" } ?? ""
+        let quarantined = QuarantinedOutbox.kept(by: engine).map { "; \($0.summary)" } ?? ""
         return
-            "cloud session \(session.rawValue), realtime \(connection.rawValue); \(connections.count) clients, \(connections.tokenCount) tokens\(socket)"
+            "cloud session \(session.rawValue), realtime \(connection.rawValue); \(connections.count) clients, \(connections.tokenCount) tokens\(socket)\(quarantined)"
     }
 }

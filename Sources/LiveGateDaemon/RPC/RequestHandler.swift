@@ -311,7 +311,8 @@ struct RequestHandler {
             streamBodiesEncoded: context.streams.encodedBodies,
             feedBodiesEncoded: context.feeds.encodedBodies,
             pendingWrites: pendingWrites,
-            session: context.sessionWatch.current
+            session: context.sessionWatch.current,
+            quarantinedOutbox: QuarantinedOutbox.kept(by: context.engine)
         )
         connection.respond(result: stats, id: id)
     }

@@ -30,8 +30,9 @@ package struct OutboxEntry: Sendable, Equatable {
 /// between resends it under the same write id, which the cloud applies once) or rejected it.
 ///
 /// The file is made whole (schema included) under a temporary name and renamed into place, so an
-/// `outbox.sqlite` that is empty or not a database is damage, never a new outbox: opening it fails with
-/// ``LiveError/Code/storageDamaged`` and a message that says what to do, and nothing in it is dropped.
+/// `outbox.sqlite` that is empty or not a database is damage, never a new outbox. The engine opens it with
+/// ``open(path:monitor:now:)``, which salvages a damaged one (``OutboxSalvage``); ``init(path:monitor:)`` alone
+/// fails on damage with ``LiveError/Code/storageDamaged`` and a message that says what to do.
 package final class OutboxStore: Sendable {
     let path: String
     private let queue: DatabaseQueue
@@ -40,19 +41,11 @@ package final class OutboxStore: Sendable {
     package init(path: String, monitor: StorageMonitor) throws(LiveError) {
         self.path = path
         self.monitor = monitor
-        let fileManager = FileManager.default
-        if !fileManager.fileExists(atPath: path) {
+        if !FileManager.default.fileExists(atPath: path) {
             try Self.create(at: path, monitor: monitor)
         }
         do {
-            let size = (try fileManager.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0
-            if size == 0 { throw DatabaseError(resultCode: .SQLITE_NOTADB, message: "the file is empty") }
-            queue = try DatabaseQueue(path: path, configuration: Self.configuration)
-            let check = try queue.read { db in try String.fetchAll(db, sql: "PRAGMA quick_check") }
-            if check != ["ok"] {
-                throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: check.prefix(3).joined(separator: "; "))
-            }
-            try Self.migrator.migrate(queue)
+            queue = try Self.openQueue(path)
         } catch {
             let failure = monitor.failure(error, doing: "opening the outbox", path: path)
             guard failure.code == .storageDamaged else { throw failure }
@@ -68,7 +61,28 @@ package final class OutboxStore: Sendable {
         }
     }
 
-    private static var configuration: Configuration {
+    /// An outbox over a queue opened already (``open(path:monitor:now:)``).
+    init(path: String, queue: DatabaseQueue, monitor: StorageMonitor) {
+        self.path = path
+        self.queue = queue
+        self.monitor = monitor
+    }
+
+    /// Opens the outbox file at `path` and checks it (`PRAGMA quick_check`); throws what SQLite says of a
+    /// damaged one (an empty file is damage: the outbox is always made whole).
+    static func openQueue(_ path: String) throws -> DatabaseQueue {
+        let size = (try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0
+        if size == 0 { throw DatabaseError(resultCode: .SQLITE_NOTADB, message: "the file is empty") }
+        let queue = try DatabaseQueue(path: path, configuration: Self.configuration)
+        let check = try queue.read { db in try String.fetchAll(db, sql: "PRAGMA quick_check") }
+        if check != ["ok"] {
+            throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: check.prefix(3).joined(separator: "; "))
+        }
+        try Self.migrator.migrate(queue)
+        return queue
+    }
+
+    static var configuration: Configuration {
         var configuration = Configuration()
         configuration.label = "livegate.outbox"
         configuration.journalMode = .default
@@ -79,7 +93,7 @@ package final class OutboxStore: Sendable {
         return configuration
     }
 
-    private static var migrator: DatabaseMigrator {
+    static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1-outbox") { db in
             try db.create(table: "outbox") { table in
@@ -96,7 +110,7 @@ package final class OutboxStore: Sendable {
 
     /// Makes a new, empty outbox at `path`: whole under a temporary name, then renamed into place, and the
     /// directory synced so that the name lasts.
-    private static func create(at path: String, monitor: StorageMonitor) throws(LiveError) {
+    static func create(at path: String, monitor: StorageMonitor) throws(LiveError) {
         let temporary = path + ".new"
         do {
             try? FileManager.default.removeItem(atPath: temporary)
@@ -106,13 +120,18 @@ package final class OutboxStore: Sendable {
             guard rename(temporary, path) == 0 else {
                 throw DatabaseError(resultCode: .SQLITE_CANTOPEN, message: "rename to \(path): \(String(cString: strerror(errno)))")
             }
-            let directory = open((path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY)
-            if directory >= 0 {
-                fsync(directory)
-                Glibc.close(directory)
-            }
+            syncDirectory(of: path)
         } catch {
             throw monitor.failure(error, doing: "creating the outbox", path: path)
+        }
+    }
+
+    /// Syncs the directory holding `path`, so that a name made or changed in it lasts.
+    static func syncDirectory(of path: String) {
+        let directory = Glibc.open((path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY)
+        if directory >= 0 {
+            fsync(directory)
+            Glibc.close(directory)
         }
     }
 
@@ -274,7 +293,7 @@ package final class OutboxStore: Sendable {
         var data: JSONValue?
     }
 
-    private static func encode(_ write: LiveWrite) throws -> String {
+    static func encode(_ write: LiveWrite) throws -> String {
         let stored: StoredWrite
         switch write {
         case .replace(let data): stored = StoredWrite(kind: "replace", data: data)
@@ -285,7 +304,7 @@ package final class OutboxStore: Sendable {
         return String(decoding: try SortedJSONEncoder().encode(stored), as: UTF8.self)
     }
 
-    private static func decodeWrite(_ text: String) throws -> LiveWrite {
+    static func decodeWrite(_ text: String) throws -> LiveWrite {
         let stored = try JSONValueDecoder.decode(StoredWrite.self, from: JSONValue(parsing: text))
         switch (stored.kind, stored.data) {
         case ("replace", let data?): return .replace(data)

@@ -87,6 +87,8 @@ public actor LiveClient {
     let storage: StorageMonitor
     /// The damaged cache this engine found at start and moved aside, if it did.
     public nonisolated let cacheRecovery: CacheRecovery?
+    /// The damaged outbox this engine found at start and salvaged, if it did.
+    public nonisolated let outboxSalvage: OutboxSalvage?
     /// How many queued writes this engine moved at start from the cache (where earlier versions kept them)
     /// into the outbox.
     public nonisolated let adoptedWrites: Int
@@ -199,7 +201,7 @@ public actor LiveClient {
         try FileManager.default.createDirectory(atPath: configuration.stateDirectory, withIntermediateDirectories: true)
         storage = StorageMonitor()
         (cache, cacheRecovery) = try CacheStore.open(path: configuration.stateDirectory + "/cache.sqlite", monitor: storage)
-        outbox = try OutboxStore(path: configuration.stateDirectory + "/outbox.sqlite", monitor: storage)
+        (outbox, outboxSalvage) = try OutboxStore.open(path: configuration.stateDirectory + "/outbox.sqlite", monitor: storage)
         // Writes an older version queued in the cache's own table move to the outbox (first added there, then
         // removed from the cache: a crash in between leaves them in both, and the write ids skip the copies).
         let legacy = try cache.legacyOutbox()
