@@ -150,6 +150,8 @@ public struct CloudErrorCode: RawRepresentable, Codable, Sendable, Hashable, Cus
     public static let notFound = Self(rawValue: "not_found")
     /// `ifVersion` did not match the stored version.
     public static let versionConflict = Self(rawValue: "version_conflict")
+    /// The `Idempotency-Key` was used already for another request (another method, object or body): 422.
+    public static let idempotencyKeyReused = Self(rawValue: "idempotency_key_reused")
     /// The body is over the size limit.
     public static let payloadTooLarge = Self(rawValue: "payload_too_large")
     /// The server cannot serve now (fault injection, shutting down); retry later.

@@ -24,6 +24,29 @@ import Testing
         return (Int(response.status.code), String(buffer: try await response.body.collect(upTo: 1 << 20)))
     }
 
+    /// The Idempotency-Key draft: a key is bound to its request's method, target and body. The same key on another
+    /// request of the same object is 422 and does nothing (it answered for the first request before: a delete told
+    /// "success" that deleted nothing); the same request with its body written otherwise is a replay.
+    @Test func aKeyReplayedOnAnotherRequestIsRefusedAndDoesNothing() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false)
+        defer { cluster.stop() }
+        let token = try await cluster.login()
+        let note = CloudPath.object(EntityKey(collection: "notes", id: "o"))
+        let put = try await write(cluster, .PUT, note, json: #"{"data":{"n":1E6,"a":1}}"#, token: token, key: "K")
+        #expect(put.status == 201, "\(put)")
+        // The same value written otherwise (member order, spacing, the number's form): the first answer.
+        let same = try await write(cluster, .PUT, note, json: #"{ "data" : { "a" : 1, "n" : 1000000.0 } }"#, token: token, key: "K")
+        #expect(same.status == 201 && same.body == put.body, "\(same)")
+        let deletion = try await write(cluster, .DELETE, note, token: token, key: "K")
+        #expect(deletion.status == 422 && deletion.body.contains("idempotency_key_reused"), "\(deletion)")
+        let changed = try await write(cluster, .PUT, note, json: #"{"data":{"n":2}}"#, token: token, key: "K")
+        #expect(changed.status == 422, "\(changed)")
+        let patched = try await write(cluster, .PATCH, note, json: #"{"data":{"n":1E6,"a":1}}"#, token: token, key: "K")
+        #expect(patched.status == 422, "another method: \(patched)")
+        let entity = try await cluster.get("notes", "o")
+        #expect(!entity.deleted && entity.version == 1 && entity.data == ["a": 1, "n": 1_000_000.0])
+    }
+
     @Test func aRepeatedKeyIsAnsweredWithTheFirstOutcomeAndAppliesNothing() async throws {
         let cluster = try await TestCluster.start(startDaemon: false)
         defer { cluster.stop() }
@@ -46,10 +69,11 @@ import Testing
         let tombstone = try JSONDecoder().decode(Entity.self, from: Data(deletion.body.utf8))
         #expect(tombstone.deleted && tombstone.version == 3)
 
-        // A key is the user's name for one write: on another object it is refused; a malformed one too.
+        // A key is the user's name for one request: on another object it is refused (422, nothing done); a malformed
+        // one is a 400.
         let other = CloudPath.object(EntityKey(collection: "notes", id: "other"))
         let reused = try await write(cluster, .PUT, other, json: #"{"data":{}}"#, token: token, key: "write-1")
-        #expect(reused.status == 400 && reused.body.contains("write-1"), "\(reused)")
+        #expect(reused.status == 422 && reused.body.contains("write-1") && reused.body.contains("idempotency_key_reused"), "\(reused)")
         #expect(try await write(cluster, .PUT, other, json: #"{"data":{}}"#, token: token, key: "no spaces").status == 400)
 
         // The answer lost after the write was applied: the retry gets it.

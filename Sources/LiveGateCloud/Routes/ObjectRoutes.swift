@@ -129,7 +129,7 @@ struct ObjectRoutes: Sendable {
                 }
                 ifVersion = version
             }
-            let idempotency = try Self.idempotencyKey(request, user: writer.user)
+            let idempotency = try Self.idempotencyKey(request, user: writer.user, body: "")
             return try Self.respond(try await write(key, .delete, ifVersion: ifVersion, idempotency: idempotency, by: writer), key, ifVersion)
         }
 
@@ -153,7 +153,7 @@ struct ObjectRoutes: Sendable {
         try permissions.check(writer.user, .write, key.collection)
         let body = try await JSONResponse.decode(PutObjectRequest.self, from: request, limit: maxBodyBytes)
         guard body.data.isObject else { throw CloudHTTPError.badRequest("\"data\" must be \(what)") }
-        let idempotency = try Self.idempotencyKey(request, user: writer.user)
+        let idempotency = try Self.idempotencyKey(request, user: writer.user, body: try StoreText.encode(body))
         return try Self.respond(
             try await write(key, change(body.data), ifVersion: body.ifVersion, idempotency: idempotency, by: writer),
             key,
@@ -178,13 +178,19 @@ struct ObjectRoutes: Sendable {
         }
     }
 
-    /// The request's `Idempotency-Key`, if it has a valid one.
-    private static func idempotencyKey(_ request: Request, user: String) throws -> IdempotencyKey? {
+    /// The request's `Idempotency-Key`, if it has a valid one, bound to the request: its method, its target (path and
+    /// query) and `body`, its body's value in livegate's one written form.
+    private static func idempotencyKey(_ request: Request, user: String, body: String) throws -> IdempotencyKey? {
         guard let name = HTTPField.Name("Idempotency-Key"), let key = request.headers[name] else { return nil }
         guard IdempotencyKey.isValid(key) else {
             throw CloudHTTPError.badRequest("Idempotency-Key must be 1-128 characters of A-Z a-z 0-9 _ - . : (got \"\(key.prefix(40))\")")
         }
-        return IdempotencyKey(user: user, key: key)
+        let target = request.uri.path + (request.uri.query.map { "?" + $0 } ?? "")
+        return IdempotencyKey(
+            user: user,
+            key: key,
+            fingerprint: IdempotencyKey.fingerprint(method: request.method.rawValue, target: target, body: body)
+        )
     }
 
     private static func respond(_ outcome: WriteOutcome, _ key: EntityKey, _ ifVersion: Int64?) throws -> Response {
@@ -200,8 +206,10 @@ struct ObjectRoutes: Sendable {
                 currentVersion: currentVersion
             )
         case .keyReused(let idempotencyKey, let target):
-            throw CloudHTTPError.badRequest(
-                "the Idempotency-Key \(idempotencyKey) was used for a write of \(target) already: use a new key for each write"
+            throw CloudHTTPError(
+                .unprocessableContent,
+                .idempotencyKeyReused,
+                "the Idempotency-Key \(idempotencyKey) was used for another request already (a write of \(target)): nothing was done; use a new key for each write"
             )
         }
     }

@@ -1,5 +1,6 @@
 // Licensed under the Apache License, Version 2.0.
 
+import Crypto
 import Foundation
 import LiveCloudAPI
 import LiveJSON
@@ -250,6 +251,29 @@ enum EntityChange: Sendable {
 struct IdempotencyKey: Sendable, Hashable {
     let user: String
     let key: String
+    /// The request the key was sent with (``fingerprint(method:target:body:)``); not part of the key's identity: the
+    /// same key with another fingerprint is the key reused. `nil` for keys remembered before fingerprints were.
+    var fingerprint: String? = nil
+
+    static func == (left: IdempotencyKey, right: IdempotencyKey) -> Bool { left.user == right.user && left.key == right.key }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(user)
+        hasher.combine(key)
+    }
+
+    /// Whether a write remembered with `remembered` as its fingerprint was this request (a key remembered
+    /// without one is taken as this request, as before fingerprints).
+    func isSameRequest(as remembered: String?) -> Bool {
+        remembered == nil || fingerprint == nil || remembered == fingerprint
+    }
+
+    /// A request's fingerprint (the Idempotency-Key draft's): SHA-256 of its method, its target and its body's
+    /// value written in livegate's one form (``StoreText``), so a body written with other spacing, member
+    /// order or number forms (`1E6`, `1000000.0`) is the same request.
+    static func fingerprint(method: String, target: String, body: String) -> String {
+        SHA256.hash(data: Array("\(method) \(target)\n\(body)".utf8)).map { String(format: "%02x", $0) }.joined()
+    }
 
     /// How long an applied key is remembered.
     static let retentionMilliseconds: Int64 = 24 * 3600 * 1000

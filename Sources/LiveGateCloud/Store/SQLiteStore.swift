@@ -238,6 +238,10 @@ package final class SQLiteStore: CloudStore {
                 sql: "INSERT INTO collection_size (collection, live) SELECT collection, COUNT(*) FROM entity WHERE deleted = 0 GROUP BY collection"
             )
         }
+        migrator.registerMigration("v9-applied-write-fingerprint") { db in
+            // The request each key was applied for (`IdempotencyKey.fingerprint`): the key with another request is 422.
+            try db.alter(table: "applied_write") { table in table.add(column: "fingerprint", .text) }
+        }
         return migrator
     }
 
@@ -290,12 +294,14 @@ package final class SQLiteStore: CloudStore {
         return try await groupCommit.submit { db, events -> WriteOutcome in
             if let idempotency,
                 let row = try Row.fetchOne(
-                    db.cachedStatement(sql: "SELECT entity, outcome FROM applied_write WHERE user = ? AND key = ?"),
+                    db.cachedStatement(sql: "SELECT entity, outcome, fingerprint FROM applied_write WHERE user = ? AND key = ?"),
                     arguments: [idempotency.user, idempotency.key]
                 )
             {
                 let entity = try CloudJSON.decode(Entity.self, from: row["entity"] as String)
-                guard entity.key == key else { return .keyReused(idempotency.key, by: entity.key) }
+                guard entity.key == key, idempotency.isSameRequest(as: row["fingerprint"]) else {
+                    return .keyReused(idempotency.key, by: entity.key)
+                }
                 return IdempotencyKey.replayed(entity, outcome: row["outcome"])
             }
             let currentRow = try Row.fetchOne(
@@ -347,9 +353,12 @@ package final class SQLiteStore: CloudStore {
                 if seq % 64 == 0 {
                     try db.execute(sql: "DELETE FROM applied_write WHERE at < ?", arguments: [now - IdempotencyKey.retentionMilliseconds])
                 }
-                try db.cachedStatement(sql: "INSERT INTO applied_write (user, key, entity, outcome, at) VALUES (?, ?, ?, ?, ?)").execute(
-                    arguments: [idempotency.user, idempotency.key, try StoreText.encode(applied.entity), applied.outcome, now]
-                )
+                try db.cachedStatement(sql: "INSERT INTO applied_write (user, key, entity, outcome, at, fingerprint) VALUES (?, ?, ?, ?, ?, ?)")
+                    .execute(
+                        arguments: [
+                            idempotency.user, idempotency.key, try StoreText.encode(applied.entity), applied.outcome, now, idempotency.fingerprint,
+                        ]
+                    )
             }
             return outcome
         }

@@ -241,6 +241,9 @@ package struct CloudClient: Sendable {
             return LiveError(code: .messageTooLarge, message: "\(what): \(detail)")
         case (.badRequest, _):
             return LiveError(code: .invalidArgument, message: "\(what): \(detail)")
+        case (.unprocessableEntity, _):
+            // The write's Idempotency-Key was the cloud's for another request: permanent, never retried.
+            return LiveError(code: .invalidArgument, message: "\(what): \(detail)")
         default:
             return LiveError(code: .cloudUnavailable, message: "\(what) failed: \(detail)")
         }

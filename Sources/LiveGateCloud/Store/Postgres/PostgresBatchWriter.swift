@@ -67,11 +67,10 @@ struct PostgresBatchWriter: Sendable {
                     continue
                 }
             }
-            if let idempotency = write.idempotency, let (entity, outcome) = remembered[idempotency] {
+            if let idempotency = write.idempotency, let (entity, outcome, fingerprint) = remembered[idempotency] {
+                let sameRequest = entity.key == write.key && idempotency.isSameRequest(as: fingerprint)
                 outcomes.append(
-                    .success(
-                        entity.key == write.key ? IdempotencyKey.replayed(entity, outcome: outcome) : .keyReused(idempotency.key, by: entity.key)
-                    )
+                    .success(sameRequest ? IdempotencyKey.replayed(entity, outcome: outcome) : .keyReused(idempotency.key, by: entity.key))
                 )
                 continue
             }
@@ -85,7 +84,7 @@ struct PostgresBatchWriter: Sendable {
                 events.append((entity, try LoggedEvent.previousText(of: before)))
                 let outcome = EntityChange.outcome(storing: entity, over: before)
                 if let idempotency = write.idempotency, let applied = outcome.applied {
-                    remembered[idempotency] = applied
+                    remembered[idempotency] = (applied.entity, applied.outcome, idempotency.fingerprint)
                     newlyRemembered.append((idempotency, applied.entity, applied.outcome))
                 }
                 outcomes.append(.success(outcome))
@@ -119,12 +118,15 @@ struct PostgresBatchWriter: Sendable {
 
     /// The writes remembered under these idempotency keys: the entity each stored, and its outcome's name.
     private func appliedWrites(_ keys: [IdempotencyKey], on connection: PostgresConnection) async throws
-        -> [IdempotencyKey: (entity: Entity, outcome: String)]
+        -> [IdempotencyKey: (entity: Entity, outcome: String, fingerprint: String?)]
     {
         guard !keys.isEmpty else { return [:] }
-        var found: [IdempotencyKey: (entity: Entity, outcome: String)] = [:]
-        for try await (user, key, text, outcome) in try await connection.execute(PostgresStatements.AppliedWrites(keys: keys), logger: logger) {
-            found[IdempotencyKey(user: user, key: key)] = (try CloudJSON.decode(Entity.self, from: text), outcome)
+        var found: [IdempotencyKey: (entity: Entity, outcome: String, fingerprint: String?)] = [:]
+        for try await (user, key, text, outcome, fingerprint) in try await connection.execute(
+            PostgresStatements.AppliedWrites(keys: keys),
+            logger: logger
+        ) {
+            found[IdempotencyKey(user: user, key: key)] = (try CloudJSON.decode(Entity.self, from: text), outcome, fingerprint)
         }
         return found
     }

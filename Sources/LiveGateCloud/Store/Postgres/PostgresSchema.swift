@@ -112,6 +112,8 @@ enum PostgresSchema {
             END $$
             """
         ],
+        // v7: the request each idempotency key was applied for (`IdempotencyKey.fingerprint`).
+        ["ALTER TABLE applied_write ADD COLUMN fingerprint text"],
     ]
 
     /// An advisory lock key of the schema's own ("lg-schem").

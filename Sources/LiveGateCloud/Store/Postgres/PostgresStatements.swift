@@ -80,11 +80,12 @@ enum PostgresStatements {
         }
     }
 
-    /// The writes remembered under these idempotency keys: user, key, the entity stored (JSON text), outcome.
+    /// The writes remembered under these idempotency keys: user, key, the entity stored (JSON text), outcome, and
+    /// the request's fingerprint (null for keys remembered before fingerprints).
     struct AppliedWrites: PostgresPreparedStatement {
-        static let name = "livegate.AppliedWrites"
+        static let name = "livegate.AppliedWrites.v2"
         static let sql = """
-            SELECT username, key, entity, outcome FROM applied_write
+            SELECT username, key, entity, outcome, fingerprint FROM applied_write
             WHERE (username, key) IN (SELECT * FROM unnest($1::text[], $2::text[]))
             """
         let keys: [IdempotencyKey]
@@ -96,8 +97,8 @@ enum PostgresStatements {
             return bindings
         }
 
-        func decodeRow(_ row: PostgresRow) throws -> (String, String, String, String) {
-            try row.decode((String, String, String, String).self)
+        func decodeRow(_ row: PostgresRow) throws -> (String, String, String, String, String?) {
+            try row.decode((String, String, String, String, String?).self)
         }
     }
 
@@ -200,10 +201,10 @@ enum PostgresStatements {
 
     /// Records the idempotency keys of writes applied (each entity as JSON text) at `at` (milliseconds).
     struct RememberWrites: PostgresPreparedStatement {
-        static let name = "livegate.RememberWrites"
+        static let name = "livegate.RememberWrites.v2"
         static let sql = """
-            INSERT INTO applied_write (username, key, entity, outcome, at)
-            SELECT u, k, e, o, $5::bigint FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS w(u, k, e, o)
+            INSERT INTO applied_write (username, key, entity, outcome, at, fingerprint)
+            SELECT u, k, e, o, $5::bigint, NULLIF(f, '') FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $6::text[]) AS w(u, k, e, o, f)
             """
         let keys: [IdempotencyKey]
         let entities: [String]
@@ -217,6 +218,7 @@ enum PostgresStatements {
             bindings.append(entities)
             bindings.append(outcomes)
             bindings.append(at)
+            bindings.append(keys.map { $0.fingerprint ?? "" })  // '' for none: NULLIF below
             return bindings
         }
 
