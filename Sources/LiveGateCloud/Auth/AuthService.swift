@@ -18,6 +18,8 @@ final class AuthService: Sendable {
 
     /// User name → bcrypt hash.
     private let users: [String: String]
+    /// Checks passwords off the request path.
+    private let passwords: PasswordChecker
     private let tokenLifetime: Duration
     private let refreshLifetime: Duration
     private let store: any CloudStore
@@ -47,6 +49,7 @@ final class AuthService: Sendable {
             users.map { user in (user.name, user.password.hasPrefix("$2") ? user.password : Bcrypt.hash(user.password, cost: bcryptCost)) },
             uniquingKeysWith: { _, last in last }
         )
+        passwords = PasswordChecker(cost: bcryptCost)
         self.tokenLifetime = tokenLifetime
         self.refreshLifetime = refreshLifetime
         self.store = store
@@ -54,8 +57,9 @@ final class AuthService: Sendable {
     }
 
     /// A new token pair for `username` when `password` is right.
+    /// - Throws: ``PasswordChecker/Busy`` when too many logins wait for their password check.
     func login(username: String, password: String) async throws -> LoginResponse? {
-        guard let hash = users[username], Bcrypt.verify(password, hash: hash) else { return nil }
+        guard try await passwords.verify(password, hash: users[username]) else { return nil }
         defer { counted.withLock { $0.logins += 1 } }
         return try await issue(to: username)
     }

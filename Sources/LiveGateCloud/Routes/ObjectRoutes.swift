@@ -18,7 +18,18 @@ struct ObjectRoutes: Sendable {
     func register(on router: Router<BasicWebSocketRequestContext>) {
         router.post(RouterPath(CloudPath.login)) { request, _ -> Response in
             let body = try await JSONResponse.decode(LoginRequest.self, from: request, limit: maxBodyBytes)
-            guard let response = try await auth.login(username: body.username, password: body.password) else {
+            let login: LoginResponse?
+            do {
+                login = try await auth.login(username: body.username, password: body.password)
+            } catch is PasswordChecker.Busy {
+                var busy = try JSONResponse.make(
+                    .tooManyRequests,
+                    ErrorResponse(code: .unavailable, message: "too many logins at once: retry in a second")
+                )
+                busy.headers[.retryAfter] = "1"
+                return busy
+            }
+            guard let response = login else {
                 throw CloudHTTPError(.unauthorized, .invalidCredentials, "wrong username or password")
             }
             return try JSONResponse.make(.ok, response)
