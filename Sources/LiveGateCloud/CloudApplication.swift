@@ -119,7 +119,15 @@ func buildCloudApplication(
         // Realtime messages up to 1 MiB, in one frame or several (a batch of many subscriptions is one message).
         server: .cloudHTTP1WebSocketUpgrade(
             webSocketRouter: router,
-            configuration: .init(ws: .init(maxFrameSize: RealtimeClientBatch.maximumBytes)),
+            configuration: .init(
+                http1: .init(
+                    idleTimeout: .nanoseconds(
+                        Int64(configuration.idleTimeout.components.seconds) * 1_000_000_000 + configuration.idleTimeout.components.attoseconds
+                            / 1_000_000_000
+                    )
+                ),
+                ws: .init(maxFrameSize: RealtimeClientBatch.maximumBytes)
+            ),
             warmUpLogger: logger
         ),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "livegate-cloud"),

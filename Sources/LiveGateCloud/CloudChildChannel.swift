@@ -17,10 +17,13 @@ import ServiceLifecycle
 /// it. ``SilentConnectionCloser`` sits first in each connection's pipeline.
 struct CloudChildChannel: ServerChildChannel {
     let base: HTTP1WebSocketUpgradeChannel
+    /// How long a connection may take to send its first request's head (the idle timeout: Hummingbird's applies
+    /// from that head on only).
+    let headTimeout: TimeAmount?
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<HTTP1WebSocketUpgradeChannel.Value> {
         channel.eventLoop.makeCompletedFuture {
-            try channel.pipeline.syncOperations.addHandler(SilentConnectionCloser(), position: .first)
+            try channel.pipeline.syncOperations.addHandler(SilentConnectionCloser(headTimeout: headTimeout), position: .first)
         }.flatMap {
             base.setup(channel: channel, logger: logger)
         }
@@ -61,7 +64,8 @@ extension HTTPServerBuilder {
                 warmUpLogger.warning("could not set up a connection ahead of the first one: \(reason)")
             }
             return CloudChildChannel(
-                base: HTTP1WebSocketUpgradeChannel(responder: responder, webSocketResponder: webSocketResponder, configuration: configuration)
+                base: HTTP1WebSocketUpgradeChannel(responder: responder, webSocketResponder: webSocketResponder, configuration: configuration),
+                headTimeout: configuration.http1.idleTimeout
             )
         }
     }

@@ -39,6 +39,10 @@ public struct CloudConfiguration: Sendable {
     public var streams: [String]
     /// The largest stream message accepted, in bytes of its JSON encoding (Kinvey's limit is 32 KiB).
     public var streamMessageLimit: Int
+    /// How long an HTTP connection may go without a request, or take to send a request's head, before it is
+    /// closed (nginx's `keepalive_timeout` is 75 s, its `client_header_timeout` 60 s). A realtime WebSocket is not
+    /// subject to it (the daemon pings it).
+    public var idleTimeout: Duration
 
     public init(
         host: String = "127.0.0.1",
@@ -55,7 +59,8 @@ public struct CloudConfiguration: Sendable {
         permissions: Permissions = .open,
         admins: Set<String> = [],
         streams: [String] = [],
-        streamMessageLimit: Int = 32 * 1024
+        streamMessageLimit: Int = 32 * 1024,
+        idleTimeout: Duration = .seconds(60)
     ) {
         self.host = host
         self.port = port
@@ -72,5 +77,6 @@ public struct CloudConfiguration: Sendable {
         self.admins = admins
         self.streams = streams
         self.streamMessageLimit = max(1, streamMessageLimit)
+        self.idleTimeout = max(idleTimeout, .milliseconds(100))
     }
 }

@@ -38,7 +38,8 @@ package enum ConnectionWarmUp {
                 shouldUpgrade: { _, _, _ -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> in
                     .upgrade([:]) { _, _, _ in }
                 }
-            )
+            ),
+            headTimeout: nil
         )
         let plain = "GET /warm-up HTTP/1.1\r\nHost: localhost\r\n\r\n"
         let upgrade =

@@ -114,6 +114,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The largest stream message accepted, in bytes of its JSON encoding.")
     var streamMessageLimit = 32 * 1024
 
+    @Option(help: "Seconds an HTTP connection may go without a request, or take to send a request's head, before it is closed.")
+    var idleTimeout = 60.0
+
     func run() async throws {
         // Every logger of the process, Hummingbird's per request among them (``CloudLogHandler``).
         LoggingSystem.bootstrap(CloudLogHandler.init(label:))
@@ -147,7 +150,8 @@ struct Serve: AsyncParsableCommand {
             permissions: permissions,
             admins: Set(admins),
             streams: streams,
-            streamMessageLimit: streamMessageLimit
+            streamMessageLimit: streamMessageLimit,
+            idleTimeout: .milliseconds(Int64(idleTimeout * 1000))
         )
         try await runCloud(configuration, logger: logger) { port in
             // One line on stdout, for scripts and tests that wait for the server.

@@ -42,12 +42,15 @@ package final class CloudConnections: Sendable {
     /// A connection that cannot be made fails the request at once: the engine retries with its own backoff and
     /// tells observers meanwhile. (The default client retries a refused connection until its connect timeout,
     /// which kept observers `loading` for 10 s before they heard of the failure.) A connection attempt that gets
-    /// no answer (the cloud's host unreachable) fails after 3 s. On the process's shared event loops, which
-    /// shutting a client down leaves running.
+    /// no answer (the cloud's host unreachable) fails after 3 s. An idle connection is closed after 30 s. On the
+    /// process's shared event loops, which shutting a client down leaves running.
     private static func makeClient() -> HTTPClient {
         var configuration = HTTPClient.Configuration.singletonConfiguration
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.timeout.connect = .seconds(3)
+        // Idle connections are let go well before the cloud closes them (its --idle-timeout, 60 s by default), so a
+        // request is not sent on a connection the cloud is closing at that moment.
+        configuration.connectionPool.idleTimeout = .seconds(30)
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }
 }
