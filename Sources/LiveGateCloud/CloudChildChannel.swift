@@ -26,6 +26,9 @@ struct CloudChildChannel: ServerChildChannel {
             try channel.pipeline.syncOperations.addHandler(SilentConnectionCloser(headTimeout: headTimeout), position: .first)
         }.flatMap {
             base.setup(channel: channel, logger: logger)
+        }.flatMapThrowing { value in
+            try channel.pipeline.syncOperations.addHandler(MalformedRequestAnswerer())
+            return value
         }
     }
 

@@ -49,3 +49,46 @@ import Testing
         )
     }
 }
+
+/// Requests NIO's HTTP parser refuses are answered, and their connection closed (before: no answer, and the
+/// connection held for 300 s and more).
+@Suite(.serialized) struct CloudMalformedRequestTests {
+    /// Sends `request` on a new connection; what the cloud wrote before it closed the connection (10 s at most).
+    private static func exchange(_ port: Int, _ request: [UInt8]) throws -> String {
+        let fd = try #require(LoopbackSockets.connect(port: port))
+        defer { close(fd) }
+        _ = request.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        var answer: [UInt8] = []
+        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let deadline = ContinuousClock.now + .seconds(10)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while ContinuousClock.now < deadline {
+            guard poll(&descriptor, 1, 200) > 0 else { continue }
+            let count = read(fd, &buffer, buffer.count)
+            if count <= 0 { return String(decoding: answer, as: UTF8.self) }
+            answer += buffer[0..<count]
+        }
+        Issue.record("the connection was not closed; read: \(String(decoding: answer, as: UTF8.self))")
+        return String(decoding: answer, as: UTF8.self)
+    }
+
+    @Test func malformedRequestsAreAnsweredAndTheirConnectionClosed() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false)
+        defer { cluster.stop() }
+        let port = cluster.cloudPort
+        let unknownMethod = try Self.exchange(port, Array("FOO /v1/stats HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
+        #expect(unknownMethod.hasPrefix("HTTP/1.1 501"), "\(unknownMethod)")
+        #expect(unknownMethod.contains(#""code":"bad_request""#), "\(unknownMethod)")
+        let bigHeader = try Self.exchange(
+            port,
+            Array("GET /v1/stats HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: \(String(repeating: "a", count: 100_000))\r\n\r\n".utf8)
+        )
+        #expect(bigHeader.hasPrefix("HTTP/1.1 431"), "\(bigHeader.prefix(200))")
+        let controlCharacter = try Self.exchange(port, Array("GET /v1/stats HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Bad: a\u{0B}b\r\n\r\n".utf8))
+        #expect(controlCharacter.hasPrefix("HTTP/1.1 400"), "\(controlCharacter)")
+        let rawByte = try Self.exchange(port, Array("GET /v1/st".utf8) + [0xFF] + Array("ats HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
+        #expect(rawByte.hasPrefix("HTTP/1.1 400"), "\(rawByte)")
+        // A well-formed request on the same server is still served.
+        #expect(try await cluster.stats().connections == 0)
+    }
+}
