@@ -10,6 +10,30 @@ private func entity(_ version: Int64, _ text: String = "v", deleted: Bool = fals
 }
 
 @Suite struct LiveObjectStateTests {
+    /// A write made right after an observe, before the observation has read the cache (a client that observes and
+    /// writes at once after a daemon restart): nothing is shown before the start, which shows the write over the
+    /// cached copy. Before, the write went out first over nothing known: `notExist`/`notLoading` with
+    /// `pendingWrites`, an object at v24 looking deleted (issue 74's first glitch).
+    @Test func aWriteBeforeTheStartIsShownWithTheStartOverTheCachedCopy() throws {
+        var state = LiveObjectState(key: EntityKey(collection: "notes", id: "n1"))
+        let written = state.localWrite(1, .merge(["done": true]))
+        #expect(written == nil)
+        let started = state.started(cached: entity(24, "kept"), fetching: true)
+        let first = try #require(started)
+        #expect(first.dataStatus == .local && first.loadingStatus == .loading && first.pendingWrites)
+        #expect(first.snapshot?.version == 24 && first.snapshot?.data == ["text": "kept", "done": true])
+        // The fetch's outcome keeps the write applied until the cloud confirms it.
+        let fetched = state.fetchSucceeded(entity(24, "kept"))
+        let fresh = try #require(fetched)
+        #expect(fresh.dataStatus == .fresh && fresh.loadingStatus == .loaded && fresh.pendingWrites)
+        let confirmation = state.writeConfirmed(
+            1,
+            Entity(collection: "notes", id: "n1", version: 25, data: ["text": "kept", "done": true], createdAt: "c", updatedAt: "u25")
+        )
+        let confirmed = try #require(confirmation)
+        #expect(confirmed.snapshot?.version == 25 && !confirmed.pendingWrites)
+    }
+
     @Test func cachedThenFreshEmitsLocalLoadingThenFreshLoaded() throws {
         var state = LiveObjectState()
         let firstEmitted = state.started(cached: entity(1), fetching: true)

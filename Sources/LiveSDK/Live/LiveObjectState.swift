@@ -176,10 +176,14 @@ public struct LiveObjectState: Sendable {
         self.key = key
     }
 
-    /// A write of this host, durably queued under `id`: observers see it at once, marked pending.
+    /// A write of this host, durably queued under `id`: observers see it at once, marked pending (once the
+    /// observation has started: before, with its start).
     public mutating func localWrite(_ id: Int64, _ write: LiveWrite) -> LiveObjectChange? {
         guard !pending.contains(where: { $0.id == id }) else { return nil }  // told twice (outbox read and enqueue)
         pending.append((id, write))
+        // Not started, nothing is shown yet: the start shows the write over what the cache holds. Shown now, it
+        // would be over nothing known (a merge as `notExist`/`notLoading`, an object that exists looking deleted).
+        guard hasStarted else { return nil }
         return commit(confirmed)
     }
 
