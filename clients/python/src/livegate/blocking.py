@@ -18,7 +18,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Self, TypeVar
 
 from . import aio
 from .errors import LiveGateError
@@ -228,7 +228,7 @@ class BlockingObservation(Generic[S]):
         if not self._owner._loop.is_closed():
             self._owner._call(self._observation.close())
 
-    def __enter__(self) -> BlockingObservation[S]:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
 from .changeset import ChangeSet, items_by_index
 from .connection import Connection
@@ -184,7 +184,7 @@ class Observation(Generic[S]):
         if connection is not None and token is not None and not self._once and not connection.is_closed:
             await _quietly(connection.request("token.invalidate", {"token": token}))
 
-    async def __aenter__(self) -> Observation[S]:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
