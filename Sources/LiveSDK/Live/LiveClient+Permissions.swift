@@ -54,7 +54,7 @@ extension LiveClient {
                 let refusal = LiveError(
                     code: .notPermitted,
                     message:
-                        "the cloud does not let \(session.username) read the collection \(collection) (the cloud's permissions for the daemon's user)"
+                        "the cloud does not let \(session.username) read the collection \(collection)"
                 )
                 readOutcome(collection, refusal)
                 return refusal

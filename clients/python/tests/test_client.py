@@ -7,6 +7,9 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
+import socket
+import time
+from pathlib import Path
 
 import pytest
 from conftest import Stack, wait_until
@@ -239,3 +242,19 @@ def test_values_round_trip_exactly(stack: Stack) -> None:
         with daemon.observe_object("values", "d1", policy="freshOnly") as written:
             state = written.wait_for(lambda s: s.data_status == "fresh")
             assert state.data == data and isinstance(state.data["f"], float)
+
+
+def test_no_socket_fails_at_once_and_errors_say_their_cause_once(tmp_path: Path) -> None:
+    started = time.monotonic()
+    with pytest.raises(livegate.DaemonUnavailable) as missing:
+        livegate.Client(str(tmp_path / "none.sock"), timeout=10)
+    assert time.monotonic() - started < 2, "no socket: nothing to wait for"
+    assert "no livegated socket at" in missing.value.message
+    # A socket file nobody listens on (a daemon that died): the cause once, not the same sentence twice.
+    stale = str(tmp_path / "stale.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(stale)
+    listener.close()
+    with pytest.raises(livegate.DaemonUnavailable) as refused:
+        livegate.Client(stale, timeout=0.5)
+    assert refused.value.message.count("is not reachable") == 1, refused.value.message

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import weakref
 from typing import Any, TypeVar
@@ -58,6 +59,12 @@ class Client:
         """A client connected to the daemon. Raises :class:`DaemonUnavailable` when no connection is made within
         ``timeout`` seconds, and :class:`ConnectionRefused` at once when the daemon refuses this client."""
         daemon = cls(socket, client, request_wait)
+        if not os.path.exists(daemon.socket_path):
+            # Nothing to wait for: say so at once rather than after ``timeout``.
+            raise DaemonUnavailable(
+                f"no livegated socket at {daemon.socket_path}: is livegated running? (systemctl status livegated.socket; "
+                "or give the socket's path, or set LIVEGATE_SOCKET)"
+            )
         daemon.start()
         try:
             await daemon.connection(timeout)
@@ -111,8 +118,9 @@ class Client:
             try:
                 await asyncio.wait_for(changed.wait(), max(0.0, deadline - loop.time()))
             except asyncio.TimeoutError:
-                reason = f": {self._failure.message}" if self._failure else ""
-                raise DaemonUnavailable(f"livegated at {self.socket_path} is not reachable (still trying){reason}") from None
+                # The last attempt's reason says where and why; said once.
+                message = self._failure.message if self._failure else f"livegated at {self.socket_path} is not reachable"
+                raise DaemonUnavailable(f"{message} (still trying)") from None
 
     def _notify(self) -> None:
         changed, self._changed = self._changed, asyncio.Event()
