@@ -10,6 +10,8 @@ import LiveJSON
 struct CloudHTTPError: HTTPResponseError {
     let status: HTTPResponse.Status
     let body: ErrorResponse
+    /// Headers the answer carries besides its body's (`Upgrade` with a 426, say).
+    var headers: HTTPFields = [:]
 
     init(_ status: HTTPResponse.Status, _ code: CloudErrorCode, _ message: String, currentVersion: Int64? = nil) {
         self.status = status
@@ -17,7 +19,9 @@ struct CloudHTTPError: HTTPResponseError {
     }
 
     func response(from request: Request, context: some RequestContext) throws -> Response {
-        try JSONResponse.make(status, body)
+        var response = try JSONResponse.make(status, body)
+        response.headers.append(contentsOf: headers)
+        return response
     }
 
     static func badRequest(_ message: String) -> Self { Self(.badRequest, .badRequest, message) }

@@ -88,6 +88,12 @@ import Testing
         #expect(controlCharacter.hasPrefix("HTTP/1.1 400"), "\(controlCharacter)")
         let rawByte = try Self.exchange(port, Array("GET /v1/st".utf8) + [0xFF] + Array("ats HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
         #expect(rawByte.hasPrefix("HTTP/1.1 400"), "\(rawByte)")
+        // A plain GET of the realtime endpoint (no WebSocket asked): 426 with a body that says what to do.
+        let plain = try Self.exchange(port, Array("GET /v1/realtime HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8))
+        #expect(
+            plain.hasPrefix("HTTP/1.1 426") && plain.lowercased().contains("upgrade: websocket") && plain.contains("Upgrade: websocket'"),
+            "\(plain)"
+        )
         // A well-formed request on the same server is still served.
         #expect(try await cluster.stats().connections == 0)
     }

@@ -19,6 +19,16 @@ struct RealtimeRoute: Sendable {
         router.ws(
             RouterPath(CloudPath.realtime),
             shouldUpgrade: { request, _ in
+                // A plain GET (no WebSocket upgrade asked) comes here through the router: 426, not an empty 200.
+                guard request.headers[.upgrade]?.lowercased() == "websocket" else {
+                    var error = CloudHTTPError(
+                        .upgradeRequired,
+                        .badRequest,
+                        "\(CloudPath.realtime) is a WebSocket: connect with 'Upgrade: websocket' (Protocol/cloud, Realtime)"
+                    )
+                    error.headers = [.upgrade: "websocket", .connection: "Upgrade"]
+                    throw error
+                }
                 _ = try await auth.user(for: request)  // 401 before upgrading
                 if faults?.refusesConnections == true {
                     throw CloudHTTPError(.serviceUnavailable, .unavailable, "fault injection: realtime connections are refused for now")
