@@ -121,11 +121,11 @@ static int integer_beyond(const char *digits, size_t length, int negative) {
     return strncmp(digits, limit, length) > 0;
 }
 
-/* The integer literals of `text`, in document order; NULL when there are none (or memory ran out). */
-static struct lg_int_token *scan_integers(const char *text, size_t *count, int *any_beyond) {
-    struct lg_int_token *tokens = NULL;
-    size_t capacity = 0;
-    *count = 0;
+/* Scans the integer literals of `text` in document order; returns how many there are, and whether one is beyond
+ * int64_t and uint64_t. Only when `tokens` is given does it record them (at most `capacity`): nearly every document
+ * holds none beyond, and is scanned once with no allocation. */
+static size_t scan_integers(const char *text, struct lg_int_token *tokens, size_t capacity, int *any_beyond) {
+    size_t count = 0;
     *any_beyond = 0;
     for (const char *p = text; *p;) {
         if (*p == '"') {
@@ -138,29 +138,19 @@ static struct lg_int_token *scan_integers(const char *text, size_t *count, int *
             if (negative) p++;
             const char *digits = p;
             while (*p >= '0' && *p <= '9') p++;
-            size_t length = (size_t)(p - digits);
             if (*p == '.' || *p == 'e' || *p == 'E') {
                 while (*p == '.' || *p == 'e' || *p == 'E' || *p == '+' || *p == '-' || (*p >= '0' && *p <= '9')) p++;
                 continue;
             }
-            if (*count == capacity) {
-                capacity = capacity ? capacity * 2 : 16;
-                struct lg_int_token *grown = realloc(tokens, capacity * sizeof *tokens);
-                if (!grown) {
-                    free(tokens);
-                    *count = 0;
-                    return NULL;
-                }
-                tokens = grown;
-            }
-            int beyond = integer_beyond(digits, length, negative);
-            tokens[(*count)++] = (struct lg_int_token){start, (size_t)(p - start), beyond};
+            int beyond = integer_beyond(digits, (size_t)(p - digits), negative);
             *any_beyond |= beyond;
+            if (tokens && count < capacity) tokens[count] = (struct lg_int_token){start, (size_t)(p - start), beyond};
+            count++;
         } else {
             p++;
         }
     }
-    return tokens;
+    return count;
 }
 
 static size_t count_integers(json_object *value) {
@@ -181,43 +171,34 @@ static size_t count_integers(json_object *value) {
     }
 }
 
-/* A saturated integer's replacement: its text kept. */
-static json_object *kept_integer(const struct lg_int_token *token) {
-    char *text = strndup(token->start, token->length);
-    if (!text) return NULL;
-    json_object *kept = json_object_new_double_s(strtod(text, NULL), text);
-    free(text);
-    return kept;
-}
-
-static void keep_integers(json_object *value, const struct lg_int_token *tokens, size_t *next) {
+/* Walks `value` in document order, taking the next token for each integer: returns what replaces `value` (an
+ * integer beyond json-c's range, kept as its text), or NULL when it stays (its members replaced in place). */
+static json_object *keep_integers(json_object *value, const struct lg_int_token *tokens, size_t *next) {
     switch (json_object_get_type(value)) {
+    case json_type_int: {
+        const struct lg_int_token *token = &tokens[(*next)++];
+        if (!token->beyond) return NULL;
+        char *text = strndup(token->start, token->length);
+        if (!text) return NULL;
+        json_object *kept = json_object_new_double_s(strtod(text, NULL), text);
+        free(text);
+        return kept;
+    }
     case json_type_array:
         for (size_t i = 0; i < json_object_array_length(value); i++) {
-            json_object *item = json_object_array_get_idx(value, i);
-            if (json_object_get_type(item) == json_type_int) {
-                const struct lg_int_token *token = &tokens[(*next)++];
-                json_object *kept = token->beyond ? kept_integer(token) : NULL;
-                if (kept) json_object_array_put_idx(value, i, kept);
-            } else {
-                keep_integers(item, tokens, next);
-            }
+            json_object *kept = keep_integers(json_object_array_get_idx(value, i), tokens, next);
+            if (kept) json_object_array_put_idx(value, i, kept);
         }
-        break;
+        return NULL;
     case json_type_object: {
         json_object_object_foreach(value, key, member) {
-            if (json_object_get_type(member) == json_type_int) {
-                const struct lg_int_token *token = &tokens[(*next)++];
-                json_object *kept = token->beyond ? kept_integer(token) : NULL;
-                /* Replaces the value in its entry: the iteration goes on. */
-                if (kept) json_object_object_add(value, key, kept);
-            } else {
-                keep_integers(member, tokens, next);
-            }
+            json_object *kept = keep_integers(member, tokens, next);
+            /* Replaces the value in its entry: the iteration goes on. */
+            if (kept) json_object_object_add(value, key, kept);
         }
-        break;
+        return NULL;
     }
-    default: break;
+    default: return NULL;
     }
 }
 
@@ -225,20 +206,19 @@ static void keep_integers(json_object *value, const struct lg_int_token *tokens,
 static json_object *parse_exact(const char *text) {
     json_object *value = json_tokener_parse(text);
     if (!value) return NULL;
-    size_t count;
     int any_beyond;
-    struct lg_int_token *tokens = scan_integers(text, &count, &any_beyond);
-    if (tokens && any_beyond && json_object_get_type(value) != json_type_int && count_integers(value) == count) {
-        size_t next = 0;
-        keep_integers(value, tokens, &next);
-    } else if (tokens && any_beyond && json_object_get_type(value) == json_type_int && count == 1) {
-        json_object *kept = kept_integer(&tokens[0]);
-        if (kept) {
-            json_object_put(value);
-            value = kept;
-        }
-    }
+    size_t count = scan_integers(text, NULL, 0, &any_beyond);
+    if (!any_beyond || count_integers(value) != count) return value;
+    struct lg_int_token *tokens = malloc(count * sizeof *tokens);
+    if (!tokens) return value;
+    scan_integers(text, tokens, count, &any_beyond);
+    size_t next = 0;
+    json_object *kept = keep_integers(value, tokens, &next);
     free(tokens);
+    if (kept) {
+        json_object_put(value);
+        value = kept;
+    }
     return value;
 }
 

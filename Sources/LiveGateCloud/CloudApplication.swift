@@ -120,12 +120,7 @@ func buildCloudApplication(
         server: .cloudHTTP1WebSocketUpgrade(
             webSocketRouter: router,
             configuration: .init(
-                http1: .init(
-                    idleTimeout: .nanoseconds(
-                        Int64(configuration.idleTimeout.components.seconds) * 1_000_000_000 + configuration.idleTimeout.components.attoseconds
-                            / 1_000_000_000
-                    )
-                ),
+                http1: .init(idleTimeout: TimeAmount(configuration.idleTimeout)),
                 ws: .init(maxFrameSize: RealtimeClientBatch.maximumBytes)
             ),
             warmUpLogger: logger

@@ -175,26 +175,34 @@ public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
     /// Compares the two values exactly: `-1`, `0` or `1` as `self` is below, equal to or above `other`.
     /// Integers and floats compare by value (`1` and `1.0` are equal), at any size.
     public func compareValue(_ other: JSONNumber) -> Int {
-        let (a, b) = (text.utf8, other.text.utf8)
-        let aNegative = a.first == UInt8(ascii: "-")
-        let bNegative = b.first == UInt8(ascii: "-")
-        if aNegative != bNegative { return aNegative ? -1 : 1 }
-        let magnitude = Self.compareMagnitudes(Array(a.dropFirst(aNegative ? 1 : 0)), Array(b.dropFirst(bNegative ? 1 : 0)))
-        return aNegative ? -magnitude : magnitude
+        // Read in place (a query's order compares numbers many times: no array per comparison).
+        var (left, right) = (text, other.text)
+        return left.withUTF8 { a in
+            right.withUTF8 { b in
+                let aNegative = a.first == UInt8(ascii: "-")
+                let bNegative = b.first == UInt8(ascii: "-")
+                if aNegative != bNegative { return aNegative ? -1 : 1 }
+                let magnitude = Self.compareMagnitudes(
+                    UnsafeBufferPointer(rebasing: a[(aNegative ? 1 : 0)...]),
+                    UnsafeBufferPointer(rebasing: b[(bNegative ? 1 : 0)...])
+                )
+                return aNegative ? -magnitude : magnitude
+            }
+        }
     }
 
     /// Compares two unsigned canonical texts.
-    private static func compareMagnitudes(_ a: [UInt8], _ b: [UInt8]) -> Int {
+    private static func compareMagnitudes(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Int {
         let aPoint = a.firstIndex(of: UInt8(ascii: ".")) ?? a.count
         let bPoint = b.firstIndex(of: UInt8(ascii: ".")) ?? b.count
         if aPoint != bPoint { return aPoint < bPoint ? -1 : 1 }
         for index in 0..<aPoint where a[index] != b[index] { return a[index] < b[index] ? -1 : 1 }
         // The fractions, the shorter padded with zeros.
-        let aFraction = a.count > aPoint ? a[(aPoint + 1)...] : []
-        let bFraction = b.count > bPoint ? b[(bPoint + 1)...] : []
+        let aFraction = UnsafeBufferPointer(rebasing: a[min(aPoint + 1, a.count)...])
+        let bFraction = UnsafeBufferPointer(rebasing: b[min(bPoint + 1, b.count)...])
         for offset in 0..<max(aFraction.count, bFraction.count) {
-            let x = offset < aFraction.count ? aFraction[aFraction.startIndex + offset] : UInt8(ascii: "0")
-            let y = offset < bFraction.count ? bFraction[bFraction.startIndex + offset] : UInt8(ascii: "0")
+            let x = offset < aFraction.count ? aFraction[offset] : UInt8(ascii: "0")
+            let y = offset < bFraction.count ? bFraction[offset] : UInt8(ascii: "0")
             if x != y { return x < y ? -1 : 1 }
         }
         return 0
