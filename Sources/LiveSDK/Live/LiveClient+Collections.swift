@@ -63,16 +63,12 @@ extension LiveClient {
     }
 
     /// The observation of `window`, made if there is none. When paging (`seed`, the window paged from), it
-    /// starts from the seed's state: one more page is fetched beyond it (or, back to one page, the window is
-    /// fetched again).
-    private func collectionObservation(_ window: CollectionWindow, seed: LiveCollectionChange?, extending: Bool = false)
-        -> SharedCollectionObservation
-    {
+    /// starts from the seed's state; the caller starts its fetch.
+    private func collectionObservation(_ window: CollectionWindow, seed: LiveCollectionChange?) -> SharedCollectionObservation {
         if let existing = collectionObservations[window] { return existing }
         let observation: SharedCollectionObservation
         if let seed {
             observation = SharedCollectionObservation(window: window, seed: seed)
-            commandSink.yield(extending ? .extendCollection(window) : .activateCollection(window))
         } else {
             observation = SharedCollectionObservation(window: window)
         }
@@ -109,17 +105,20 @@ extension LiveClient {
         // Seeded with what the cloud confirmed, not with what is shown: a pending write's data is not the
         // cloud's, and would stay as if confirmed if the write were then rejected (its overlays are placed again
         // below).
-        let destination = collectionObservation(target, seed: observation.confirmed, extending: move != .reset)
+        let destination = collectionObservation(target, seed: observation.confirmed)
         token.moved(to: target, observation: destination)
         destination.add(token.observer, observer, previous: seen.items)
         // A new window starts loading before the move returns, so the observer hears "loading" before
-        // whatever answers the move (the daemon's reply), whenever the fetch task gets to run.
+        // whatever answers the move (the daemon's reply).
         if isNew {
             destination.apply { $0.fetchStarted() }
             // The seed carries what was confirmed, not what is pending: place the outbox's writes again.
             for write in await pendingOverlays(in: target.query.collection) {
                 destination.apply { $0.pendingChanged(write.id, write.overlay) }
             }
+            // The fetch starts only now: started before the outbox was read, it could answer during the read,
+            // and the new page would reach the observer before its pending writes and the move's answer.
+            commandSink.yield(move == .reset ? .activateCollection(target) : .extendCollection(target))
         }
         if token.isInvalidated {  // invalidated meanwhile: it must not stay on the new window
             destination.remove(token.observer)
