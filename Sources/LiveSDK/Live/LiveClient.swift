@@ -447,7 +447,7 @@ public actor LiveClient {
                     logger.error("recording the use of cached objects failed", metadata: ["keys": "\(used.count)", "error": "\(error)"])
                 }
             }
-            var resumptions: [(key: EntityKey, topic: Topic, checkpoint: Int64?)] = []
+            var resumptions: [Resumption] = []
             // Not one released meanwhile (observed anew, its key has an observation of its own, activated on its own).
             for (observation, topic, checkpoint) in candidates where observations[observation.key] === observation {
                 let key = observation.key
@@ -464,7 +464,7 @@ public actor LiveClient {
                         return nil
                     }
                 }
-                resumptions.append((key, topic, checkpoint))
+                resumptions.append(Resumption(observation: observation, topic: topic, checkpoint: checkpoint))
             }
             guard resumptions.count > RealtimeClientBatch.maximumRequests else {
                 await resume(resumptions)
@@ -479,17 +479,28 @@ public actor LiveClient {
         }
     }
 
+    /// An observation being activated that subscribes its topic itself (resuming from `checkpoint`, or
+    /// held already).
+    private struct Resumption {
+        let observation: SharedObjectObservation
+        let topic: Topic
+        let checkpoint: Int64?
+    }
+
     /// Acquires the topics of observations being activated, resuming each from its checkpoint where there is one;
-    /// an observation whose topic was not resumed (subscribed from the cloud's head, or refused) is read.
-    private func resume(_ resumptions: [(key: EntityKey, topic: Topic, checkpoint: Int64?)]) async {
-        let outcomes = await realtime.acquire(resumptions.map { ($0.topic, $0.checkpoint) })
+    /// an observation whose topic was not resumed (subscribed from the cloud's head, or refused) is read. Those
+    /// released before their turn came (a chunk of a burst waits for the one before) take no reference: their
+    /// release dropped none.
+    private func resume(_ resumptions: [Resumption]) async {
+        let current = resumptions.filter { observations[$0.observation.key] === $0.observation }
+        let outcomes = await realtime.acquire(current.map { ($0.topic, $0.checkpoint) })
         await withDiscardingTaskGroup { group in
-            for (resumption, outcome) in zip(resumptions, outcomes) {
+            for (resumption, outcome) in zip(current, outcomes) {
                 switch outcome {
                 case .resumed:
                     continue  // caughtUp follows the replay
                 case .subscribed, .refused:
-                    let key = resumption.key
+                    let key = resumption.observation.key
                     if awaitingCatchUp.removeShrinking(key) != nil { observations[key]?.apply { $0.resumeAbandoned() } }
                     group.addTask { await self.refresh(key) }
                 }
@@ -534,7 +545,7 @@ public actor LiveClient {
                 failures = 0
                 if subscribeAfterRead, observations[key] === observation {
                     subscribeAfterRead = false
-                    if !(await gatedSubscription({ await subscribe(key, readAt: readAt) })) { refetchWanted.insert(key) }
+                    if !(await gatedSubscription({ await subscribe(observation, readAt: readAt) })) { refetchWanted.insert(key) }
                 }
                 if !refetchWanted.contains(key) { break }
             } catch {
@@ -566,7 +577,12 @@ public actor LiveClient {
     /// any other: a resync notice, then the full state.) Returns whether the read stands; `false` when it must
     /// be read again (the cloud could not resume from it, refused the subscription, or did not say what the
     /// read was as of).
-    private func subscribe(_ key: EntityKey, readAt: Int64?) async -> Bool {
+    ///
+    /// Nothing is subscribed for an observation released meanwhile (its turn at the subscription gate may come
+    /// long after the read): its release dropped no reference, so one taken now would stay for ever.
+    private func subscribe(_ observation: SharedObjectObservation, readAt: Int64?) async -> Bool {
+        let key = observation.key
+        guard observations[key] === observation else { return true }
         let topic = Topic.object(key)
         guard let readAt else {
             _ = await realtime.acquire(topic, since: nil)
