@@ -112,7 +112,7 @@ public struct ConfigFile: Sendable, Equatable {
             case "max-tokens-per-connection":
                 file.limits.maxTokensPerConnection = try integer(value, place, name, in: 1...10_000_000)
             case "max-requests-per-second":
-                file.limits.maxRequestsPerSecond = try integer(value, place, name, in: 1...10_000_000)
+                file.limits.maxRequestsPerSecond = try integer(value, place, name, in: 0...10_000_000)
             case "allow-users", "allow-groups", "read-only-users", "read-only-groups", "admin-users", "admin-groups":
                 do {
                     switch name {

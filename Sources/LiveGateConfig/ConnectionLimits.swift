@@ -13,7 +13,10 @@ public struct ConnectionLimits: Sendable, Equatable {
     /// Live tokens per connection at most; one more observe is answered -32003.
     public var maxTokensPerConnection = 10_000
     /// Requests per second per connection (a burst of as many is allowed); excess ones are answered -32003.
-    public var maxRequestsPerSecond = 1000
+    /// 0, the default, sets no rate: connections are served in turns (``requestsPerTurn``) instead.
+    public var maxRequestsPerSecond = 0
+    /// Requests a connection has performed in a row before the others with requests waiting get their turn.
+    public static let requestsPerTurn = 32
 
     public init() {}
 }

@@ -54,6 +54,11 @@ struct Bench: AsyncParsableCommand {
     var restarts = 1
     @Flag(help: "Only the many-objects runs.") var manyObjectsOnly = false
     @Flag(help: "Skip the many-objects runs.") var skipManyObjects = false
+    @Option(help: "Observations written at once in the turns runs (an app's start beside another connection's round trips).")
+    var turnsBurst = 10_000
+    @Option(help: "How many turns runs (each, then their medians).") var turnsRuns = 5
+    @Flag(help: "Only the turns runs.") var turnsOnly = false
+    @Flag(help: "Skip the turns runs.") var skipTurns = false
     @Flag(help: "Only the in-process figures: a change set's computation and a realtime event's decoding (no processes started).")
     var changeSetsOnly = false
     @Flag(help: "Only the many-updates run: --spread-objects objects, one token each, --spread-rate updates/s over them for --seconds.")
@@ -133,6 +138,10 @@ struct Bench: AsyncParsableCommand {
         }
         if manyObjectsOnly {
             try await measureManyObjects(directory: directory, bin: bin)
+            return
+        }
+        if turnsOnly {
+            try await measureTurns(directory: directory + "/turns", bin: bin)
             return
         }
         if spreadOnly {
@@ -233,6 +242,7 @@ struct Bench: AsyncParsableCommand {
             printTable(try await measureEndToEnd(directory: directory + "/e2e", bin: bin))
         }
         if !skipManyObjects { try await measureManyObjects(directory: directory, bin: bin) }
+        if !skipTurns { try await measureTurns(directory: directory + "/turns", bin: bin) }
     }
 
     // MARK: Change sets
@@ -595,12 +605,18 @@ struct Bench: AsyncParsableCommand {
     {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try "\(password)\n".write(toFile: directory + "/password", atomically: true, encoding: .utf8)
-        let config = """
-            max-connections = 5000
-            max-tokens-per-connection = 100000
-            max-requests-per-second = 10000000
-            max-queued-bytes-per-connection = 67108864
-            """ + (eventLoops.map { "\nevent-loops = \($0)" } ?? "") + (cacheMaxEntities.map { "\ncache-max-entities = \($0)" } ?? "")
+        // The defaults users get, but where a run asks for more than they allow (more subscribers than
+        // max-connections, more objects on one connection than max-tokens-per-connection): then only that is
+        // raised, and said.
+        var raised: [String] = []
+        let subscriberCounts = subscribers.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        if let most = subscriberCounts.max(), most + 16 > 1024 { raised.append("max-connections = \(most + 16)") }
+        let objectCounts = manyObjects.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } + [turnsBurst]
+        if let most = objectCounts.max(), most > 10_000 { raised.append("max-tokens-per-connection = \(most)") }
+        if !raised.isEmpty { say("  livegated settings raised for this run's sizes: \(raised.joined(separator: ", "))") }
+        let config =
+            raised.joined(separator: "\n") + (eventLoops.map { "\nevent-loops = \($0)" } ?? "")
+            + (cacheMaxEntities.map { "\ncache-max-entities = \($0)" } ?? "")
         try config.write(toFile: directory + "/livegated.conf", atomically: true, encoding: .utf8)
         let socket = directory + "/livegate.sock"
         let child = try Child(

@@ -3,11 +3,14 @@
 import LiveGateProtocol
 import NIOCore
 import NIOPosix
+import Synchronization
 
 /// A protocol-level connection to the daemon: raw lines out, raw lines in. For tests that check bytes.
 struct RawConnection: Sendable {
     let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
     let lines: Queue<String>
+    /// Lines received so far, counted as they arrive (before ``next(timeout:)`` takes them).
+    let received: LineCount
 
     func send(_ line: String) async throws {
         try await outbound.write(ByteBuffer(string: line + "\n"))
@@ -39,11 +42,15 @@ struct RawConnection: Sendable {
             }
         return try await channel.executeThenClose { inbound, outbound in
             let (stream, sink) = AsyncThrowingStream.makeStream(of: String.self)
+            let received = LineCount()
             return try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
                     do {
                         for try await frame in inbound {
-                            if case .message(let line) = frame { sink.yield(String(buffer: line)) }
+                            if case .message(let line) = frame {
+                                received.add()
+                                sink.yield(String(buffer: line))
+                            }
                         }
                         sink.finish()
                     } catch {
@@ -51,10 +58,17 @@ struct RawConnection: Sendable {
                     }
                 }
                 defer { channel.channel.close(promise: nil) }
-                return try await body(RawConnection(outbound: outbound, lines: Queue(stream)))
+                return try await body(RawConnection(outbound: outbound, lines: Queue(stream), received: received))
             }
         }
     }
+}
+
+/// A count shared between a connection's reader and the test.
+final class LineCount: Sendable {
+    private let count = Atomic(0)
+    func add() { count.add(1, ordering: .relaxed) }
+    var value: Int { count.load(ordering: .relaxed) }
 }
 
 /// Pulls from an async stream one element at a time, from any task (so a timeout can wrap each pull).

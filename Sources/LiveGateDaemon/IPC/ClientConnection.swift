@@ -29,7 +29,8 @@ final class ClientConnection: Sendable {
     private let requests = Mutex(RequestState())
     /// What the access policy allows this peer; decided when the connection starts.
     private let access = Mutex(AccessPolicy.Decision.readWrite)
-    private let rate: Mutex<RequestRate>
+    /// The request rate, when the configuration sets one (none by default: connections are served in turns).
+    private let rate: Mutex<RequestRate>?
     /// Live tokens at most (from the limits this connection started with).
     let maxTokens: Int
 
@@ -64,7 +65,7 @@ final class ClientConnection: Sendable {
         let limits = context.settings.limits
         self.maxFrameBytes = limits.maxFrameBytes
         self.maxTokens = limits.maxTokensPerConnection
-        self.rate = Mutex(RequestRate(perSecond: limits.maxRequestsPerSecond))
+        self.rate = limits.maxRequestsPerSecond > 0 ? Mutex(RequestRate(perSecond: limits.maxRequestsPerSecond)) : nil
         self.outbox = ConnectionOutbox(
             maxQueuedBytes: limits.maxQueuedBytesPerConnection,
             maxStall: limits.maxStall,
@@ -111,10 +112,19 @@ final class ClientConnection: Sendable {
             let writer = try await channel.channel.pipeline.handler(type: OutboxWriter.self).get()
             let written = writer.start(outbox, channel: channel.channel)
             try await channel.executeThenClose { inbound, _ in
+                // One request at a time, and a turn of `requestsPerTurn` at most before the connections with
+                // requests waiting run theirs: a burst is served at full speed when nobody else waits, and
+                // gets its share when others do.
+                var servedThisTurn = 0
                 for try await frame in inbound where refusal == nil {
                     guard self.beginRequest() else { break }
                     await self.handle(frame)
                     if self.endRequest() { break }
+                    servedThisTurn += 1
+                    if servedThisTurn == ConnectionLimits.requestsPerTurn {
+                        servedThisTurn = 0
+                        await Task.yield()
+                    }
                 }
                 logger.debug("client connection: reading ended")
                 // The writer ends the connection once what is queued (and the goodbye, if any) is written.
@@ -183,12 +193,13 @@ final class ClientConnection: Sendable {
         )
     }
 
-    /// Takes one request from the rate budget; `false` when the client sends faster than its limit.
+    /// Takes one request from the rate budget; `false` when the configuration sets a rate and the client
+    /// sends faster.
     func admitRequest() -> Bool {
-        rate.withLock { $0.admit(now: .now) }
+        rate?.withLock { $0.admit(now: .now) } ?? true
     }
 
-    var requestsPerSecond: Int { rate.withLock { $0.perSecond } }
+    var requestsPerSecond: Int { rate?.withLock { $0.perSecond } ?? 0 }
 
     /// Asks the connection to end: no new request is read; one being performed finishes and is answered;
     /// then `final` is written and the connection closes. So every write a client sent is either performed
