@@ -152,6 +152,8 @@ public struct CloudErrorCode: RawRepresentable, Codable, Sendable, Hashable, Cus
     public static let versionConflict = Self(rawValue: "version_conflict")
     /// The `Idempotency-Key` was used already for another request (another method, object or body): 422.
     public static let idempotencyKeyReused = Self(rawValue: "idempotency_key_reused")
+    /// The path does not answer the request's method: 405, with `Allow` listing those it answers.
+    public static let methodNotAllowed = Self(rawValue: "method_not_allowed")
     /// The body is over the size limit.
     public static let payloadTooLarge = Self(rawValue: "payload_too_large")
     /// The server cannot serve now (fault injection, shutting down); retry later.

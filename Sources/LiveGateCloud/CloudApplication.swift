@@ -102,7 +102,8 @@ func buildCloudApplication(
         bcryptCost: configuration.bcryptCost,
         store: store
     )
-    let router = Router(context: BasicWebSocketRequestContext.self)
+    let router = Router(context: BasicWebSocketRequestContext.self, options: .autoGenerateHeadEndpoints)
+    router.middlewares.add(AllowedMethodsMiddleware(faultInjection: faults != nil))
     router.middlewares.add(StorageErrorMiddleware())
     if let faults {
         router.middlewares.add(FaultMiddleware(faults: faults))

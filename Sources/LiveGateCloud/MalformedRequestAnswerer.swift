@@ -37,7 +37,7 @@ final class MalformedRequestAnswerer: ChannelInboundHandler, RemovableChannelHan
     static func answer(to error: HTTPParserError) -> (HTTPResponseStatus, String) {
         switch error {
         case .invalidMethod:
-            return (.notImplemented, "unknown request method: livegate-cloud answers GET, POST, PUT, PATCH and DELETE")
+            return (.notImplemented, "unknown request method: livegate-cloud answers GET, HEAD, OPTIONS, POST, PUT, PATCH and DELETE")
         case .headerOverflow:
             return (.requestHeaderFieldsTooLarge, "the request's head (its URL and headers) is over the server's limit")
         default:

@@ -230,6 +230,7 @@ import Testing
         // Operations.
         #expect(try await call(r, cluster, .GET, CloudPath.stats, CloudPath.stats).status == 200)
         #expect(try await call(r, cluster, .POST, "/v1/admin/faults", "/v1/admin/faults", json: #"{"failRequests":0}"#).status == 204)
+        #expect(try await call(r, cluster, .DELETE, "/v1/admin/faults", "/v1/admin/faults").status == 204)
         #expect(try await call(r, cluster, .POST, CloudPath.logout, CloudPath.logout, token: alice).status == 204)
         #expect(try await call(r, cluster, .POST, CloudPath.logout, CloudPath.logout, token: alice).status == 401)
 
