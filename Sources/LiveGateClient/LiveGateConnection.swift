@@ -221,15 +221,23 @@ public final class LiveGateConnection: Sendable {
 
     /// Observes a query's result in pages. The observation's `updates` carry each notification with the
     /// window it leads to (this library applies every change set to the window it holds, and ends the
-    /// stream with an error if one ever does not fit).
+    /// stream with an error if one ever does not fit). `pages`: the window starts with that many pages.
     public func observeCollection(
         collection: String,
         query: QueryParams? = nil,
         pageSize: Int? = nil,
         anchor: CollectionAnchorParam? = nil,
-        once: Bool = false
+        once: Bool = false,
+        pages: Int? = nil
     ) async throws -> CollectionObservation {
-        let params = CollectionObserveParams(collection: collection, query: query, pageSize: pageSize, anchor: anchor, once: once ? true : nil)
+        let params = CollectionObserveParams(
+            collection: collection,
+            query: query,
+            pageSize: pageSize,
+            anchor: anchor,
+            once: once ? true : nil,
+            pages: pages
+        )
         let slot = ResponseSlot<CollectionObservation>()
         try await send(Method.collectionObserve, params, .observeCollection(slot))
         return try await slot.value()

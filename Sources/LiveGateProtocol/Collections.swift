@@ -52,13 +52,24 @@ public struct CollectionObserveParams: Codable, Sendable {
     public var anchor: CollectionAnchorParam?
     /// Fire exactly once (the cached result if there is one, else the fetched one), then the token ends.
     public var once: Bool?
+    /// Pages the window starts with, 1-1000; default 1 (a client restoring a window it had paged asks for
+    /// them all at once, so the window comes back whole).
+    public var pages: Int?
 
-    public init(collection: String, query: QueryParams? = nil, pageSize: Int? = nil, anchor: CollectionAnchorParam? = nil, once: Bool? = nil) {
+    public init(
+        collection: String,
+        query: QueryParams? = nil,
+        pageSize: Int? = nil,
+        anchor: CollectionAnchorParam? = nil,
+        once: Bool? = nil,
+        pages: Int? = nil
+    ) {
         self.collection = collection
         self.query = query
         self.pageSize = pageSize
         self.anchor = anchor
         self.once = once
+        self.pages = pages
     }
 }
 

@@ -76,8 +76,11 @@ private struct Item: Codable, Sendable, Equatable {
         let loaded = note.all.filter { $0.loadingStatus == .loaded }.compactMap(\.version)
         #expect(loaded == [1, 2, 3], "\(note.all.map { "\($0.version ?? 0)/\($0.loadingStatus)" })")
         // The window's first update after the restart replaces what it held; every later one applies to it.
+        // It comes back whole: both its pages at once, never one page, then the other (the observation asks for
+        // its pages in its collection.observe, and passes on no empty placeholder while the fetch runs).
         let after = Array(window.all[windowBefore...])
         #expect(after.first?.reset == true)
+        #expect(after.allSatisfy { $0.objects.count == 2 }, "\(after.map { "\($0.objects.map(\.id))/\($0.loadingStatus)" })")
         var held: [String] = []
         for update in after {
             // A consumer applying each change set (insertions and modifications taking the new items) ends

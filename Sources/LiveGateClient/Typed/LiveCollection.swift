@@ -123,19 +123,26 @@ public struct LiveCollection<Model: Decodable & Sendable>: Sendable {
         let pages = PageMoves()
         let (collection, query, pageSize) = (self.collection, self.query, self.pageSize)
         let loop = ObservationLoop<CollectionUpdate>(source: source, once: once) { connection in
+            // The pages it had before a reconnection, asked for at once: the window comes back whole.
+            let moved = pages.moves.count
             let observation = try await connection.observeCollection(
                 collection: collection,
                 query: query,
                 pageSize: pageSize,
                 anchor: anchor,
-                once: once
+                once: once,
+                pages: moved > 0 ? 1 + moved : nil
             )
-            for move in pages.moves {  // the pages it had before a reconnection
-                guard try await move.perform(on: connection, token: observation.token) else { break }
-            }
             return (observation.token, observation.updates)
         }
         let token = try await loop.start(Delivered(), ended: ended) { delivered, update in
+            // After a reconnection the observer holds its window, `loading`: the new token's empty placeholder
+            // (nothing cached, the fetch under way) is not passed on; the window comes back with its data.
+            if delivered.startsWindow, delivered.last != nil, update.change.loadingStatus == .loading, update.change.dataStatus == .notExist,
+                update.items.isEmpty
+            {
+                return true
+            }
             var change = update.change
             if delivered.startsWindow { change.reset = true }  // a new daemon token's window starts from empty
             delivered.startsWindow = false

@@ -37,7 +37,7 @@ final class CollectionFanout: Sendable {
         onFinished: @escaping @Sendable () -> Void
     ) async -> CollectionSubscription {
         let prefix = NotificationFrame.prefix(method: NotificationMethod.collectionChanged, token: token)
-        let collection = engine.collection(window.query, pageSize: window.pageSize, anchor: window.anchor)
+        let collection = engine.collection(window.query, pageSize: window.pageSize, anchor: window.anchor, pages: window.pages)
         let handler: @Sendable (LiveCollectionChange) -> Void = { [self] change in
             guard let body = self.body(change) else { return }
             outbox.offer(token: token, prefix: prefix, body: body) { self.fullState(change) }

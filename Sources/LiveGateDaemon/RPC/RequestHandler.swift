@@ -271,9 +271,13 @@ struct RequestHandler {
         guard (1...100).contains(pageSize) else {
             throw RPCError(code: .invalidParams, message: "params.pageSize must be from 1 to 100, not \(pageSize)")
         }
+        let pages = observe.pages ?? 1
+        guard (1...1000).contains(pages) else {
+            throw RPCError(code: .invalidParams, message: "params.pages must be from 1 to 1000, not \(pages)")
+        }
         try checkTokenLimit()
         try await checkReadable(query.collection)
-        let window = CollectionWindow(query: query, pageSize: pageSize, anchor: observe.anchor == .last ? .last : .first)
+        let window = CollectionWindow(query: query, pageSize: pageSize, anchor: observe.anchor == .last ? .last : .first, pages: pages)
         let token = connection.allocateToken()
         connection.respond(result: TokenResult(token: token), id: id)
         let connection = self.connection

@@ -11,8 +11,11 @@ extension LiveClient {
     /// - Parameters:
     ///   - pageSize: items per page, 1-100 (default 20).
     ///   - anchor: start from the first page (default) or the last.
-    public nonisolated func collection(_ query: CollectionQuery, pageSize: Int = 20, anchor: CollectionAnchor = .first) -> LiveCollection {
-        LiveCollection(client: self, window: CollectionWindow(query: query, pageSize: pageSize, anchor: anchor))
+    ///   - pages: the pages the window starts with (default 1), as if paged that many times at once.
+    public nonisolated func collection(_ query: CollectionQuery, pageSize: Int = 20, anchor: CollectionAnchor = .first, pages: Int = 1)
+        -> LiveCollection
+    {
+        LiveCollection(client: self, window: CollectionWindow(query: query, pageSize: pageSize, anchor: anchor, pages: pages))
     }
 
     // MARK: Observing

@@ -154,13 +154,18 @@ def test_asyncio_collection_window_follows_changes_pending_writes_and_a_restart(
                 assert confirmed.ids == window_of(ranks, 4)
 
                 # The daemon restarts: the window goes loading, then comes back whole (reset) with its two pages.
+                before = len(states)
                 await asyncio.to_thread(stack.restart_daemon)
                 await window.wait_for(lambda s: s.loading_status == "loading", 30)
                 # The first confirmed state after the restart is the whole window (a daemon that paged from its
                 # stale cached page joined it to a fresh one and called the mix fresh).
                 back = await window.wait_for(lambda s: s.loading_status == "loaded", 30)
                 assert back.ids == window_of(ranks, 4) and back.count == 6
-                assert any(s.reset for s in states[states.index(back) - 5 : states.index(back) + 1])
+                restored = states[before:]
+                assert any(s.reset for s in restored)
+                # Whole at every step: never a page, then the other (it asks for both in its collection.observe),
+                # and never the new token's empty placeholder.
+                assert [len(s.items) for s in restored] == [4] * len(restored), [(s.ids, s.loading_status) for s in restored]
 
                 ranks["m5"] = 2
                 stack.remote_put("messages", "m5", {"channel": "c1", "rank": 2})

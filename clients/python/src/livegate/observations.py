@@ -217,11 +217,11 @@ class Observation(Generic[S]):
             if resuming:
                 self._resumed()
 
-        await connection.request(self._method, self._params, on_answer=bind)
-        await self._after_start(connection)
+        await connection.request(self._method, self._observe_params(), on_answer=bind)
 
-    async def _after_start(self, connection: Connection) -> None:
-        pass
+    def _observe_params(self) -> dict[str, Any]:
+        """The params of the observing request (made again after a reconnection)."""
+        return self._params
 
     async def _resume(self, connection: Connection) -> None:
         """Makes the token again on a new connection, until it is made, refused, or the connection is lost too."""
@@ -297,7 +297,7 @@ class LiveObject(Observation[ObjectState]):
 class LiveCollection(Observation[CollectionState]):
     """An observed query's window: ``latest.items`` is the window (this client applied and checked every change),
     ``latest.count`` the query's count. Across a daemon restart the window goes ``loading``; the first state after
-    has ``reset`` (changes from an empty window) and the pages it had are fetched again."""
+    has ``reset`` (changes from an empty window) and all the pages it had, at once: the window comes back whole."""
 
     _method = "collection.observe"
 
@@ -352,15 +352,21 @@ class LiveCollection(Observation[CollectionState]):
                 self._moves.append(method)
         return moved
 
-    async def _after_start(self, connection: Connection) -> None:
-        token = self._binding.token
-        for method in self._moves:  # the pages it had before a reconnection
-            if token is None or not (await connection.request(method, {"token": token}))["moved"]:
-                break
+    def _observe_params(self) -> dict[str, Any]:
+        # The pages it had before a reconnection, asked for at once: the window comes back whole.
+        return dict(self._params, pages=1 + len(self._moves)) if self._moves else self._params
 
     def _notified(self, method: str, params: dict[str, Any]) -> None:
         if method != "collection.changed":
             return
+        if (
+            self._starts_window
+            and self.latest is not None
+            and params.get("loadingStatus") == "loading"
+            and params.get("dataStatus") == "notExist"
+            and params.get("size") == 0
+        ):
+            return  # after a reconnection: the new token's empty placeholder; the window it holds stays, loading
         try:
             reset = params.get("reset") is True or self._starts_window
             changes = ChangeSet.from_json(params["changes"])
