@@ -43,6 +43,40 @@ func withDaemon(_ options: ConnectionOptions, _ body: (LiveGateConnection) async
     }
 }
 
+/// Runs `watch` on a connection and, when the daemon closes it (it restarts, or is upgraded), says so on
+/// stderr and runs it again on a new connection once the daemon is back, until `watch` returns (as
+/// `journalctl -f` follows a rotated journal). Without `reconnect`, or when the first connection cannot be
+/// made, the failure ends the command as ``withDaemon(_:_:)`` does.
+func watchAcrossRestarts(_ options: ConnectionOptions, reconnect: Bool, _ watch: (LiveGateConnection, _ again: Bool) async throws -> Void)
+    async throws
+{
+    var connected = false
+    var lost = false
+    var attempt = 0
+    while true {
+        do {
+            try await LiveGateConnection.withConnection(socketPath: options.socket, client: "livegatectl") { daemon in
+                if lost { FileHandle.standardError.write(Data("livegatectl: connected to livegated again; watching on\n".utf8)) }
+                connected = true
+                attempt = 0
+                try await watch(daemon, lost)
+            }
+            return
+        } catch let error as LiveGateError where reconnect && connected && error.kind == .connection {
+            if !lost || attempt == 0 {
+                FileHandle.standardError.write(Data("livegatectl: \(error.message) (reconnecting; --no-reconnect ends instead)\n".utf8))
+            }
+            lost = true
+            attempt += 1
+            // 0.1 s doubling to 2 s: a restart takes about a second.
+            try await Task.sleep(for: .milliseconds(min(2000, 100 << min(attempt - 1, 5))))
+        } catch let error as LiveGateError {
+            FileHandle.standardError.write(Data("livegatectl: \(error.message)\n".utf8))
+            throw ExitCode(exitCode(for: error))
+        }
+    }
+}
+
 /// The documented exit code for a failure (see ``Livegatectl``).
 func exitCode(for error: LiveGateError) -> Int32 {
     switch error.kind {
@@ -80,8 +114,11 @@ struct Watch: AsyncParsableCommand {
         discussion: """
             With an id, watches that object; without, the collection's objects that match --where, in \
             --sort order, in pages; with --feed, every change of the collection as it happens. Runs until \
-            interrupted, or until --until-version (objects) or --count (feeds) is reached. Example: \
-            livegatectl watch messages --where channel='"c1"' --sort rank --pages 2
+            interrupted, or until --until-version (objects) or --count (feeds) is reached. When the daemon \
+            closes the connection (it restarts), says so on stderr, reconnects once it is back and watches on: \
+            an object from the last version shown (a skipped version comes with a resync line, nothing is \
+            shown twice), a query's window whole again, a feed with a line saying that changes meanwhile may \
+            have been missed. Example: livegatectl watch messages --where channel='"c1"' --sort rank --pages 2
             """
     )
     @OptionGroup var connection: ConnectionOptions
@@ -93,6 +130,7 @@ struct Watch: AsyncParsableCommand {
     @Option(help: "Exit once a snapshot with at least this version has been shown (objects).") var untilVersion: Int64?
     @Flag(help: "Print every change of the collection as it happens (a feed), instead of a query's window.") var feed = false
     @Option(help: "With --feed: exit after this many changes.") var count: Int?
+    @Flag(help: "End when the daemon closes the connection (exit code 3), instead of reconnecting and watching on.") var noReconnect = false
 
     func validate() throws {
         if feed && id != nil { throw ValidationError("--feed watches a whole collection: give no id") }
@@ -101,33 +139,40 @@ struct Watch: AsyncParsableCommand {
 
     func run() async throws {
         if feed {
-            try await withDaemon(connection) { daemon in try await watchFeed(daemon, collection: collection, json: json, count: count) }
+            var changes = 0
+            try await watchAcrossRestarts(connection, reconnect: !noReconnect) { daemon, again in
+                if again, !json { print("(livegated restarted: changes made meanwhile may have been missed)") }
+                try await watchFeed(daemon, collection: collection, json: json, count: count, changes: &changes)
+            }
             return
         }
         guard let id else {
-            try await withDaemon(connection) { daemon in
+            try await watchAcrossRestarts(connection, reconnect: !noReconnect) { daemon, _ in
                 try await watchCollection(daemon, collection: collection, query: query, json: json, untilLoaded: false)
             }
             return
         }
-        try await withDaemon(connection) { daemon in
+        // The last version shown: observed again from there after a restart, so nothing is shown twice.
+        var shown: Int64?
+        try await watchAcrossRestarts(connection, reconnect: !noReconnect) { daemon, _ in
             let observation = try await daemon.observeObject(
                 collection: collection,
                 id: id,
-                policy: freshOnly ? .freshOnly : nil
+                policy: freshOnly ? .freshOnly : nil,
+                sinceVersion: shown
             )
             for try await change in observation.changes {
                 print(json ? Self.jsonLine(change) : Self.describe(change))
                 fflush(nil)
+                if let version = change.snapshot?.version { shown = version }
                 if let untilVersion, let version = change.snapshot?.version, version >= untilVersion { return }
             }
         }
     }
 
-    /// Prints each feed event, readable or as JSON, until `count` changes (or forever).
-    func watchFeed(_ daemon: LiveGateConnection, collection: String, json: Bool, count: Int?) async throws {
+    /// Prints each feed event, readable or as JSON, until `count` changes in all (`changes` counts them).
+    func watchFeed(_ daemon: LiveGateConnection, collection: String, json: Bool, count: Int?, changes: inout Int) async throws {
         let subscription = try await daemon.subscribeFeed(collection: collection)
-        var changes = 0
         for try await event in subscription.events {
             if json {
                 print(jsonText(event))
@@ -187,7 +232,7 @@ struct QueryOptions: ParsableArguments {
 
     func validate() throws {
         _ = try params()
-        guard pages >= 1 else { throw ValidationError("--pages must be 1 or more") }
+        guard (1...1000).contains(pages) else { throw ValidationError("--pages must be from 1 to 1000") }
     }
 
     func params() throws -> QueryParams {
@@ -209,27 +254,19 @@ struct QueryOptions: ParsableArguments {
     }
 }
 
-/// Observes a collection, pages it to `--pages`, and prints the window at every change (or, with
-/// `untilLoaded`, once the pages have loaded).
+/// Observes a collection's window of `--pages` pages and prints it at every change (or, with `untilLoaded`,
+/// once it has loaded).
 func watchCollection(_ daemon: LiveGateConnection, collection: String, query: QueryOptions, json: Bool, untilLoaded: Bool) async throws {
     let observation = try await daemon.observeCollection(
         collection: collection,
         query: try query.params(),
         pageSize: query.pageSize,
-        anchor: query.last ? .last : nil
+        anchor: query.last ? .last : nil,
+        pages: query.pages > 1 ? query.pages : nil
     )
-    var pages = 1
     for try await update in observation.updates {
         let change = update.change
         let loaded = change.loadingStatus == .loaded || change.loadingStatus == .error
-        let more = query.last ? change.hasPrevious : change.hasNext
-        if loaded, pages < query.pages, more {
-            let moved = query.last ? try await daemon.previousPage(token: observation.token) : try await daemon.nextPage(token: observation.token)
-            if moved {
-                pages += 1
-                continue
-            }
-        }
         if untilLoaded {
             guard loaded else { continue }
             print(json ? jsonText(update.items) : describe(update))

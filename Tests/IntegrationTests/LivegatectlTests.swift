@@ -4,6 +4,7 @@ import Foundation
 import LiveCloudAPI
 import LiveJSON
 import NIOHTTP1
+import Synchronization
 import Testing
 
 /// `livegatectl` against the real daemon: reads, writes, collections, and its documented exit codes.
@@ -103,6 +104,47 @@ import Testing
         #expect(printed == ["(watching every change of messages)", #"messages/m1 v1: {"text":"hi"}"#, "messages/m1 v2: deleted"], "\(printed)")
         let usage = try ctl(cluster, ["watch", "messages", "m1", "--feed"])
         #expect(usage.status == 64, "\(usage.output)")
+    }
+
+    /// `watch` follows an object across a daemon restart: it says so on stderr, reconnects once the daemon is back,
+    /// shows what changed meanwhile and nothing twice, and watches on; `--no-reconnect` ends instead (exit 3).
+    @Test func watchingRidesOutADaemonRestart() async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        try await cluster.put("notes", "n1", ["t": 1])
+        let (watcher, reader) = try background(cluster, ["watch", "notes", "n1"])
+        defer { if watcher.isRunning { watcher.terminate() } }
+        let (ending, _) = try background(cluster, ["watch", "notes", "n1", "--no-reconnect"])
+        defer { if ending.isRunning { ending.terminate() } }
+        final class Printed: Sendable {
+            let lines = Mutex<[String]>([])
+            func withLock<R>(_ body: (inout [String]) -> R) -> R { lines.withLock { body(&$0) } }
+        }
+        let printed = Printed()
+        let reading = Task { for await line in reader.lines { printed.withLock { $0.append(line) } } }
+        defer { reading.cancel() }
+        func shown(_ version: Int) async throws {
+            try await eventually("v\(version) shown") { printed.withLock { $0.contains { $0.hasPrefix("notes/n1 v\(version) [fresh, loaded]") } } }
+        }
+        try await shown(1)
+
+        #expect(cluster.stopDaemon() == 0)
+        try await eventually("the --no-reconnect watcher to end") { !ending.isRunning }
+        #expect(ending.terminationStatus == 3)
+        try await cluster.put("notes", "n1", ["t": 2])
+        try await cluster.put("notes", "n1", ["t": 3])
+        _ = try await cluster.startDaemon()
+        try await shown(3)
+        try await cluster.put("notes", "n1", ["t": 4])
+        try await shown(4)
+        #expect(watcher.isRunning)
+        let lines = printed.withLock { $0 }
+        // Each version at most once fresh and loaded, in order; v1 not again after the restart.
+        let versions = lines.compactMap { line -> Int? in
+            guard line.hasPrefix("notes/n1 v"), line.contains("[fresh, loaded]") else { return nil }
+            return Int(line.dropFirst("notes/n1 v".count).prefix { $0.isNumber })
+        }
+        #expect(versions == versions.sorted() && Set(versions).count == versions.count && versions.first == 1, "\(lines)")
     }
 
     @Test func streamsFromTheCommandLine() async throws {
