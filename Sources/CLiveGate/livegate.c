@@ -26,7 +26,6 @@ struct lg_subscription {
     lg_collection_callback collection_callback; /* collection tokens */
     json_object *window;                        /* collection tokens: the window's snapshots (an array) */
     int extra_pages;                            /* collection tokens: pages added by moves (for lg_reconnect) */
-    const char *extend_method;                  /* ... and the move that added them */
     void *userdata;
     lg_stream_callback stream_callback; /* stream tokens */
 };
@@ -552,9 +551,13 @@ int lg_reconnect(lg_client *c) {
         struct lg_subscription *s = &c->subs[i];
         if (s->callback && s->last_version > 0) /* nothing at or below what was delivered comes again */
             json_object_object_add(s->params, "sinceVersion", json_object_new_int64(s->last_version));
-        if (s->collection_callback) { /* the window is built again: its first page, then the pages it had */
+        if (s->collection_callback) { /* the window is built again, whole: all the pages it had, at once */
             json_object_put(s->window);
             s->window = json_object_new_array();
+            if (s->extra_pages > 0)
+                json_object_object_add(s->params, "pages", json_object_new_int(1 + s->extra_pages));
+            else
+                json_object_object_del(s->params, "pages");
         }
         json_object *result = call(c, s->method, json_object_get(s->params));
         json_object *token;
@@ -562,13 +565,6 @@ int lg_reconnect(lg_client *c) {
         json_object_put(result);
         if (t <= 0) return -1;
         s->wire = t;
-        for (int page = 0; s->collection_callback && page < s->extra_pages; page++) {
-            json_object *params = json_object_new_object();
-            json_object_object_add(params, "token", json_object_new_int64(t));
-            json_object *moved = call(c, s->extend_method, params);
-            if (!moved) return -1;
-            json_object_put(moved);
-        }
     }
     return 0;
 }
@@ -629,10 +625,8 @@ int lg_collection_page(lg_client *c, int64_t token, enum lg_page page) {
     json_object *moved;
     int r = json_object_object_get_ex(result, "moved", &moved) && json_object_get_boolean(moved) ? 1 : 0;
     json_object_put(result);
-    if (r && s) { /* remembered, so that lg_reconnect gives the window its pages again */
+    if (r && s) /* remembered, so that lg_reconnect observes the window with its pages again */
         s->extra_pages = page == LG_PAGE_RESET ? 0 : s->extra_pages + 1;
-        s->extend_method = method;
-    }
     return r;
 }
 

@@ -13,7 +13,33 @@ public struct ResumeFilter: Sendable {
 
     public init() {}
 
-    /// Whether `change` goes to the observer (and, if so, it becomes the last one delivered).
+    /// What goes to the observer for `change`, if anything: the change itself, or for a re-observation's
+    /// `unchanged` notice (the version it holds is confirmed) the snapshot it holds with the notice's statuses,
+    /// when they are news. What is passed becomes the last one delivered.
+    public mutating func pass(_ change: ObjectChangedParams) -> ObjectChangedParams? {
+        guard change.unchanged == true else { return admit(change) ? change : nil }
+        guard var confirmed = last, confirmed.snapshot != nil else { return nil }
+        guard confirmed.dataStatus != change.dataStatus || confirmed.loadingStatus != change.loadingStatus || confirmed.error != nil else {
+            return nil
+        }
+        confirmed.token = change.token
+        confirmed.dataStatus = change.dataStatus
+        confirmed.loadingStatus = change.loadingStatus
+        confirmed.error = nil
+        confirmed.resync = nil
+        last = confirmed
+        return confirmed
+    }
+
+    /// The version to re-observe from (`sinceVersion`): the last snapshot delivered, when it was the cloud's
+    /// data (a pending write's state is not: how the write ends must be told whatever its version).
+    public var resumeVersion: Int64? {
+        guard let last, let snapshot = last.snapshot, last.pendingWrites != true else { return nil }
+        return snapshot.version
+    }
+
+    /// Whether `change` (not an `unchanged` notice: see ``pass(_:)``) goes to the observer (and, if so, it
+    /// becomes the last one delivered).
     public mutating func admit(_ change: ObjectChangedParams) -> Bool {
         guard let last else {
             self.last = change

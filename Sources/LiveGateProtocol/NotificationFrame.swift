@@ -65,7 +65,7 @@ public enum NotificationFrame {
     /// member instead of through `Encodable`: the same bytes (the tests compare them). A body with an error,
     /// or data holding a number JSON cannot write, goes through ``body(_:)``.
     public static func body(_ body: ObjectChangedBody) throws -> ByteBuffer {
-        guard body.error == nil else { return try encodedBody(body) }
+        guard body.error == nil, body.unchanged != true else { return try encodedBody(body) }
         // The members in the order `SortedJSONEncoder` sorts them.
         var writer = JSONWriter(capacity: 512)
         writer.beginObject()

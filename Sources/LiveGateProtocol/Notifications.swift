@@ -57,6 +57,9 @@ public struct ObjectChangedBody: Codable, Sendable, Equatable {
     /// `true` when the snapshot includes writes of this host the cloud has not confirmed yet; its version
     /// is then the confirmed one they apply to (0 for an object not created yet). Absent otherwise.
     public var pendingWrites: Bool?
+    /// `true` (with no snapshot) when a re-observation's object is still at its `sinceVersion`, now confirmed:
+    /// keep the snapshot you hold; these are its statuses. Absent otherwise.
+    public var unchanged: Bool?
 
     public init(
         snapshot: ObjectSnapshot?,
@@ -64,7 +67,8 @@ public struct ObjectChangedBody: Codable, Sendable, Equatable {
         loadingStatus: LoadingStatus,
         error: RPCError? = nil,
         resync: Bool? = nil,
-        pendingWrites: Bool? = nil
+        pendingWrites: Bool? = nil,
+        unchanged: Bool? = nil
     ) {
         self.snapshot = snapshot
         self.dataStatus = dataStatus
@@ -72,9 +76,10 @@ public struct ObjectChangedBody: Codable, Sendable, Equatable {
         self.error = error
         self.resync = resync
         self.pendingWrites = pendingWrites
+        self.unchanged = unchanged
     }
 
-    private enum CodingKeys: String, CodingKey { case snapshot, dataStatus, loadingStatus, error, resync, pendingWrites }
+    private enum CodingKeys: String, CodingKey { case snapshot, dataStatus, loadingStatus, error, resync, pendingWrites, unchanged }
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
@@ -84,6 +89,7 @@ public struct ObjectChangedBody: Codable, Sendable, Equatable {
         try container.encodeIfPresent(error, forKey: .error)
         if resync == true { try container.encode(true, forKey: .resync) }
         if pendingWrites == true { try container.encode(true, forKey: .pendingWrites) }
+        if unchanged == true { try container.encode(true, forKey: .unchanged) }
     }
 }
 
@@ -96,6 +102,8 @@ public struct ObjectChangedParams: Decodable, Sendable, Equatable {
     public var error: RPCError?
     public var resync: Bool?
     public var pendingWrites: Bool?
+    /// See ``ObjectChangedBody/unchanged``.
+    public var unchanged: Bool?
 
     public init(
         token: Int64,
@@ -104,7 +112,8 @@ public struct ObjectChangedParams: Decodable, Sendable, Equatable {
         loadingStatus: LoadingStatus,
         error: RPCError? = nil,
         resync: Bool? = nil,
-        pendingWrites: Bool? = nil
+        pendingWrites: Bool? = nil,
+        unchanged: Bool? = nil
     ) {
         self.token = token
         self.snapshot = snapshot
@@ -113,6 +122,7 @@ public struct ObjectChangedParams: Decodable, Sendable, Equatable {
         self.error = error
         self.resync = resync
         self.pendingWrites = pendingWrites
+        self.unchanged = unchanged
     }
 }
 

@@ -116,6 +116,40 @@ private struct Item: Codable, Sendable, Equatable {
         }
     }
 
+    /// An object is observed again from the version it holds (`sinceVersion`): unchanged across a restart it is
+    /// loaded again at that version; changed twice while a daemon without its cache was away, the skip comes
+    /// after a resync notice, never silently.
+    @Test func anObjectIsObservedAgainFromTheVersionItHolds() async throws {
+        let cluster = try await TestCluster.start()
+        defer { cluster.stop() }
+        let token = try await cluster.login()
+        try await cluster.put("notes", "u1", ["v": 1], token: token)
+        let daemon = try await LiveGateClient.connect(socketPath: cluster.socketPath, client: "resuming")
+        defer { daemon.close() }
+        let note = Received<LiveSnapshot<Item>>()
+        let observation = try await daemon.object(collection: "notes", id: "u1", as: Item.self).observe { note.add($0) }
+        defer { observation.invalidate() }
+        try await note.wait(for: "fresh v1") { $0.last?.dataStatus == .fresh && $0.last?.loadingStatus == .loaded }
+
+        #expect(cluster.stopDaemon() == 0)
+        try await note.wait(for: "loading") { $0.last?.loadingStatus == .loading }
+        _ = try await cluster.startDaemon()
+        try await note.wait(for: "loaded again") { $0.last?.loadingStatus == .loaded }
+        #expect(
+            note.all.map { "\($0.version ?? 0)/\($0.dataStatus)/\($0.loadingStatus)" }
+                == ["0/notExist/loading", "1/fresh/loaded", "1/fresh/loading", "1/fresh/loaded"]
+        )
+
+        #expect(cluster.stopDaemon() == 0)
+        try FileManager.default.removeItem(atPath: cluster.directory + "/state")  // nothing to resume from: a fetch
+        try await cluster.put("notes", "u1", ["v": 2], token: token)
+        try await cluster.put("notes", "u1", ["v": 3], token: token)
+        _ = try await cluster.startDaemon()
+        try await note.wait(for: "v3") { $0.last?.version == 3 && $0.last?.loadingStatus == .loaded }
+        let after = note.all.suffix(from: 4).filter { $0.loadingStatus != .loading || $0.resync }
+        #expect(after.map { "\($0.version ?? 0)\($0.resync ? " resync" : "")" } == ["0 resync", "3"], "\(after.map { ($0.version, $0.resync) })")
+    }
+
     @Test func aClientSaysWhyItCannotReachTheDaemon() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("livegate-nobody-\(UUID().uuidString).sock").path
         do {
@@ -171,6 +205,25 @@ private struct Item: Codable, Sendable, Equatable {
         #expect(!admit(Self.change(1, .fresh, .loaded)), "never older")
         #expect(admit(Self.change(3, .fresh, .loaded)))
         #expect(admit(Self.change(nil, .notExist, .loaded)), "a confirmed deletion is news")
+    }
+
+    /// A re-observation from the version it holds (`sinceVersion`) told `unchanged`: the snapshot it holds, loaded
+    /// again, once; the version to re-observe from is never a pending write's.
+    @Test func anUnchangedNoticeGivesBackTheSnapshotItHolds() {
+        var filter = ResumeFilter()
+        #expect(filter.pass(Self.change(4, .fresh, .loaded)) != nil)
+        #expect(filter.resumeVersion == 4)
+        _ = filter.disconnected()
+        var unchanged = Self.change(nil, .fresh, .loaded)
+        unchanged.unchanged = true
+        let back = filter.pass(unchanged)
+        #expect(back?.snapshot?.version == 4 && back?.loadingStatus == .loaded && back?.dataStatus == .fresh)
+        #expect(filter.pass(unchanged) == nil, "once")
+        var pending = Self.change(4, .fresh, .loaded)
+        pending.pendingWrites = true
+        #expect(filter.pass(pending) != nil)
+        #expect(filter.resumeVersion == nil, "how the write ends must be told, whatever its version")
+        #expect(ResumeFilter().resumeVersion == nil)
     }
 
     @Test func anObjectThatDoesNotExistIsSaidToBeLoaded() {

@@ -178,12 +178,19 @@ import struct LiveGateProtocol.ObjectChangedBody
         #expect(lines.filter { $0.hasPrefix("t1:") } == ["t1:v1", "t1:v2", "t1:v3", "t1:v4"])
         #expect(lines.filter { $0.hasPrefix("t2:") } == ["t2:v2", "t2:v3", "t2:v4"], "fresh only")
         #expect(lines.filter { $0.hasPrefix("t3:") } == ["t3:v1", "t3:v2", "t3:v4"], "v3 changed only b")
-        #expect(lines.filter { $0.hasPrefix("t4:") } == ["t4:v3", "t4:v4"], "nothing at or below the version seen")
+        #expect(
+            lines.filter { $0.hasPrefix("t4:") } == ["t4:" + Self.unchanged, "t4:v3", "t4:v4"],
+            "nothing at or below the version seen; the version seen confirmed"
+        )
     }
 
+    /// The notice that a re-observation's version is the cloud's: its statuses, no snapshot.
+    static let unchanged = #""dataStatus":"fresh","loadingStatus":"loaded","snapshot":null,"unchanged":true}}"#
+
     /// A re-observation (`sinceVersion` 5) hears nothing of the version it holds until it is told something
-    /// else; then the full state follows whatever its version. (The checker's seed 5552030850573315: a token
-    /// told of a resync never heard that the refetch found the version it had, and stayed `loading`.)
+    /// else, but that the version is confirmed (`unchanged`, once: else a client stays `loading`); then the full
+    /// state follows whatever its version. (The checker's seed 5552030850573315: a token told of a resync never
+    /// heard that the refetch found the version it had, and stayed `loading`.)
     @Test(arguments: [false, true])
     func aReobservationToldSomethingHearsTheFullStateAfterIt(oneBatch: Bool) {
         let nothingYet = change(nil, .notExist, .loading)
@@ -193,13 +200,16 @@ import struct LiveGateProtocol.ObjectChangedBody
         let failed = change(5, .local, .error)
         let newer = change(6, .fresh, .loaded)
         let cases: [(changes: [(String, LiveObjectChange)], heard: [String], why: String)] = [
-            ([("cached", cached), ("fetched", fetched)], [], "unchanged since the version it holds: nothing"),
-            ([("nothing", nothingYet), ("fetched", fetched), ("newer", newer)], ["newer"], "nothing cached: not said"),
+            ([("cached", cached), ("fetched", fetched)], [Self.unchanged], "unchanged since the version it holds: confirmed"),
+            ([("nothing", nothingYet), ("fetched", fetched), ("newer", newer)], [Self.unchanged, "newer"], "nothing cached: not said"),
             ([("cached", cached), ("resync", resync), ("fetched", fetched)], ["resync", "fetched"], "the full state follows the notice"),
             ([("cached", cached), ("failed", failed), ("fetched", fetched)], ["failed", "fetched"], "the recovery follows the error"),
         ]
         for (changes, heard, why) in cases {
-            #expect(sentToAReobservation(of: changes, oneBatch: oneBatch) == heard.map { "t1:\($0)\n" }.joined(), "\(why)")
+            #expect(
+                sentToAReobservation(of: changes, oneBatch: oneBatch) == heard.map { "t1:\($0)\n" }.joined(),
+                "\(why)"
+            )
         }
         // Joining a topic whose latest change is a resync notice: the fetch's outcome follows it.
         let loop = EmbeddedEventLoop()

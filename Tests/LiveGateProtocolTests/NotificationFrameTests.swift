@@ -88,7 +88,8 @@ import Testing
                 loadingStatus: pick([.notLoading, .loading, .loaded, .error]),
                 error: next() % 10 == 0 ? RPCError(code: .internalError, message: string()) : nil,
                 resync: pick([nil, true, false]),
-                pendingWrites: pick([nil, true, false])
+                pendingWrites: pick([nil, true, false]),
+                unchanged: pick([nil, nil, nil, true, false])
             )
             let encodable = try? encoded(body)
             let written = try? NotificationFrame.body(body)

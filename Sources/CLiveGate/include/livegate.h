@@ -46,7 +46,10 @@ typedef struct lg_client lg_client;
  * their text the same way. JSON text given to the library is sent with its numbers as written. */
 
 /* Called with each object.changed of a token: `params` is the notification's params object
- * {"token", "snapshot" (object or null), "dataStatus", "loadingStatus", "error"?}. */
+ * {"token", "snapshot" (object or null), "dataStatus", "loadingStatus", "error"?, "resync"?, "pendingWrites"?,
+ * "unchanged"?}. After lg_reconnect the library observes each object again from the last version it delivered:
+ * "unchanged": true (with a null snapshot) says that version is still current, so keep the snapshot you hold;
+ * "resync": true says versions were skipped, and the next notification has the full state. */
 typedef void (*lg_object_callback)(lg_client *client, int64_t token, struct json_object *params, void *userdata);
 
 /* Called with each collection.changed of a token, after the library applied it to its copy of the token's

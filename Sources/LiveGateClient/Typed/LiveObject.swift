@@ -3,6 +3,7 @@
 import Foundation
 import LiveGateProtocol
 import LiveJSON
+import Synchronization
 
 /// One state of a typed live object: the decoded model and the statuses, together, frozen.
 public struct LiveSnapshot<Model: Sendable>: Sendable {
@@ -104,14 +105,30 @@ public struct LiveObject<Model: Decodable & Sendable>: Sendable {
         _ deliver: @escaping @Sendable (LiveSnapshot<Model>) async -> Void
     ) async throws -> NotificationToken {
         let (collection, id) = (self.collection, self.id)
+        // Observed again after a reconnection from the last version delivered: the daemon then tells nothing
+        // twice, a skip with a resync notice first, and an unchanged object with an `unchanged` notice.
+        let resumeFrom = Mutex<Int64?>(nil)
         let loop = ObservationLoop<ObjectChangedParams>(source: source, once: once) { connection in
-            let observation = try await connection.observeObject(collection: collection, id: id, policy: policy, once: once, fields: fields)
+            let since = once ? nil : resumeFrom.withLock { $0 }
+            let observation = try await connection.observeObject(
+                collection: collection,
+                id: id,
+                policy: policy,
+                once: once,
+                sinceVersion: since,
+                fields: fields
+            )
             return (observation.token, observation.changes)
         }
         let reconnects = source.reconnects
         return try await loop.start(ResumeFilter(), ended: ended) { filter, change in
             // Across reconnections, only what is new reaches the handler.
-            if !reconnects || filter.admit(change) { await deliver(LiveSnapshot(change, as: Model.self)) }
+            if !reconnects {
+                await deliver(LiveSnapshot(change, as: Model.self))
+            } else if let passed = filter.pass(change) {
+                resumeFrom.withLock { $0 = filter.resumeVersion }
+                await deliver(LiveSnapshot(passed, as: Model.self))
+            }
             return !once
         } lost: { filter in
             if let notice = filter.disconnected() { await deliver(LiveSnapshot(notice, as: Model.self)) }

@@ -42,6 +42,8 @@ package final class ObjectTopic: Sendable {
         /// The version the token's client holds as far as this token told it: `sinceVersion`, one more for a
         /// deletion told since.
         var sinceBaseline: Int64?
+        /// Whether a re-observation is told that the version it holds is confirmed (``confirmation(_:)``).
+        let confirmsSince: Bool
         /// Called when a once-token has fired, so its connection forgets it.
         let onFinished: @Sendable () -> Void
 
@@ -65,8 +67,23 @@ package final class ObjectTopic: Sendable {
             self.sinceVersion = sinceVersion
             self.checksSinceGap = sinceVersion != nil && !options.once
             self.sinceBaseline = sinceVersion
+            self.confirmsSince = sinceVersion != nil && !options.once
             self.onFinished = onFinished
         }
+
+        /// The notice that a re-observation's `sinceVersion` is the object's confirmed version (`unchanged`,
+        /// no snapshot: the client keeps what it holds, now `fresh`/`loaded`), when `facts` is the first such
+        /// state and nothing was told before it; it counts as told.
+        mutating func confirmation(_ facts: ChangeFacts) -> ByteBuffer? {
+            guard confirmsSince, let sinceVersion, facts.confirmed, facts.version == sinceVersion else { return nil }
+            self.sinceVersion = nil
+            checksSinceGap = false
+            return Self.unchangedNotice
+        }
+
+        private static let unchangedNotice = try? NotificationFrame.body(
+            ObjectChangedBody(snapshot: nil, dataStatus: .fresh, loadingStatus: .loaded, unchanged: true)
+        )
 
         /// The resync notice to send before `change` (the first this token is sent), if the versions between
         /// its `sinceVersion` and the change's were missed; clears the check either way. Per token, once per
@@ -119,6 +136,8 @@ package final class ObjectTopic: Sendable {
         let nothingKnownYet: Bool
         /// The change says a load failed (or the data cannot be kept current): told even at a version seen.
         let failed: Bool
+        /// The cloud's data, current: a snapshot, `fresh`, `loaded`, nothing pending, failed or resynced.
+        let confirmed: Bool
         /// Whether a stateless filter with each policy admits the change.
         let admittedLocalThenFresh: Bool
         let admittedFreshOnly: Bool
@@ -130,6 +149,9 @@ package final class ObjectTopic: Sendable {
                 !change.hasSnapshot && change.dataStatus == .notExist && change.loadingStatus == .loading
                 && !change.hasError && !change.pendingWrites && !change.resync
             failed = change.hasError || change.loadingStatus == .error || change.dataStatus == .error
+            confirmed =
+                change.hasSnapshot && change.dataStatus == .fresh && change.loadingStatus == .loaded && !change.pendingWrites
+                && !change.resync && !failed
             admittedLocalThenFresh = ObserverFilter.admits(change, policy: .localThenFresh)
             admittedFreshOnly = ObserverFilter.admits(change, policy: .freshOnly)
         }

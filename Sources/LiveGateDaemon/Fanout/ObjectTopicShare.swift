@@ -140,6 +140,8 @@ package final class ObjectTopicShare: Sendable {
                         }
                         subscriber.outbox.offerOnLoop(token: subscriber.token, prefix: subscriber.prefix, body: body)
                         subscriber.sinceVersion = nil  // told something: what follows is told whatever its version
+                    } else if let last, let notice = subscriber.confirmation(ObjectTopic.ChangeFacts(last)) {
+                        subscriber.outbox.offerOnLoop(token: subscriber.token, prefix: subscriber.prefix, body: notice)
                     }
                     if subscriber.filter.finished {
                         finished.append(subscriber.onFinished)
@@ -177,6 +179,9 @@ package final class ObjectTopicShare: Sendable {
                     admitted.append(position)
                     // Told something: what follows is told whatever its version (``ObjectTopic/Subscriber/sinceVersion``).
                     if subscriber.sinceVersion != nil { subscriber.sinceVersion = nil }
+                } else if subscriber.sinceVersion != nil, let notice = subscriber.confirmation(facts[position]) {
+                    // Nothing admitted before it (an admission clears `sinceVersion`): it goes first.
+                    subscriber.outbox.offerOnLoop(token: subscriber.token, prefix: subscriber.prefix, body: notice)
                 }
             }
             guard !admitted.isEmpty else { return }

@@ -422,8 +422,9 @@ final class CheckerClient: Sendable {
         let loadingStatus = params["loadingStatus"]?.stringValue ?? "?"
         let resync = params["resync"] == .bool(true)
         let pending = params["pendingWrites"] == .bool(true)
+        let unchanged = params["unchanged"] == .bool(true)
         log.note(
-            "\(name) t\(token) object \(snapshot?.description ?? "null") \(dataStatus)/\(loadingStatus)\(resync ? " RESYNC" : "")\(pending ? " pending" : "")"
+            "\(name) t\(token) object \(snapshot?.description ?? "null") \(dataStatus)/\(loadingStatus)\(resync ? " RESYNC" : "")\(pending ? " pending" : "")\(unchanged ? " UNCHANGED" : "")"
         )
         var problems: [String] = []
         state.withLock { state in
@@ -435,6 +436,22 @@ final class CheckerClient: Sendable {
             defer { state.tokens[token] = .object(t) }
             if resync {
                 t.resyncSinceLast = true
+                return
+            }
+            // A re-observation told that the version it holds is the cloud's (Protocol/ipc, `sinceVersion`): only
+            // as its first notification, with no snapshot, fresh and loaded.
+            if unchanged {
+                guard let since = t.since, t.notifications == 1, snapshot == nil, dataStatus == "fresh", loadingStatus == "loaded", !pending else {
+                    problems.append(
+                        "t\(token) was told unchanged where it may not be (sinceVersion \(t.since.map(String.init) ?? "none"), notification \(t.notifications))"
+                    )
+                    return
+                }
+                t.lastVersion = since
+                t.baseline = since
+                t.lastFresh = true
+                t.lastPending = false
+                t.deleted = false
                 return
             }
             // Until a re-observation is told something, nothing it holds already is sent (Protocol/ipc,

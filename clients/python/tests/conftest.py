@@ -91,6 +91,12 @@ class Stack:
         self.daemon.send_signal(signal.SIGTERM)
         self.daemon.wait(timeout=30)
 
+    def kill_daemon(self) -> None:
+        """SIGKILL: the daemon stores nothing on its way out."""
+        assert self.daemon is not None
+        self.daemon.kill()
+        self.daemon.wait(timeout=30)
+
     def restart_daemon(self) -> None:
         self.stop_daemon()
         self.start_daemon()

@@ -266,11 +266,17 @@ class LiveObject(Observation[ObjectState]):
         self.collection: str = params["collection"]
         self.id: str = params["id"]
 
+    def _observe_params(self) -> dict[str, Any]:
+        # Observed again after a reconnection from the last version delivered: the daemon then tells nothing twice,
+        # a skip with a resync notice first, and an unchanged object with an ``unchanged`` notice.
+        since = None if self._once else self._filter.resume_version
+        return self._params if since is None else dict(self._params, sinceVersion=since)
+
     def _notified(self, method: str, params: dict[str, Any]) -> None:
         if method != "object.changed":
             return
-        state = ObjectState.from_params(params)
-        if self._filter.admit(state):
+        state = self._filter.pass_on(ObjectState.from_params(params), unchanged=params.get("unchanged") is True)
+        if state is not None:
             self._emit(state)
         if self._once:
             self._binding.token = None  # a fired once-token ends by itself

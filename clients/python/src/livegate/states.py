@@ -168,6 +168,31 @@ class ResumeFilter:
     def __init__(self) -> None:
         self.last: ObjectState | None = None
 
+    def pass_on(self, state: ObjectState, unchanged: bool = False) -> ObjectState | None:
+        """What goes to the observer for ``state``, if anything: the state itself, or for a re-observation's
+        ``unchanged`` notice (the version it holds is confirmed) the snapshot it holds with the notice's statuses,
+        when they are news."""
+        if not unchanged:
+            return state if self.admit(state) else None
+        last = self.last
+        if last is None or last.snapshot is None:
+            return None
+        if last.data_status == state.data_status and last.loading_status == state.loading_status and last.error is None:
+            return None
+        self.last = dataclasses.replace(
+            last, data_status=state.data_status, loading_status=state.loading_status, error=None, resync=False
+        )
+        return self.last
+
+    @property
+    def resume_version(self) -> int | None:
+        """The version to re-observe from (``sinceVersion``): the last snapshot delivered, when it was the cloud's
+        data (a pending write's state is not: how the write ends must be told whatever its version)."""
+        last = self.last
+        if last is None or last.snapshot is None or last.pending_writes:
+            return None
+        return last.snapshot.version
+
     def admit(self, state: ObjectState) -> bool:
         last = self.last
         if last is None:
