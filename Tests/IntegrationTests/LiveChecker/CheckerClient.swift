@@ -74,6 +74,8 @@ final class CheckerClient: Sendable {
         var lastPending = false
         var deleted = false
         var notifications = 0
+        /// Told that its `since` is current (`unchanged`), and nothing since: it holds that version's data.
+        var confirmedUnchanged = false
     }
 
     struct CollectionToken {
@@ -452,6 +454,7 @@ final class CheckerClient: Sendable {
                 t.lastFresh = true
                 t.lastPending = false
                 t.deleted = false
+                t.confirmedUnchanged = true
                 return
             }
             // Until a re-observation is told something, nothing it holds already is sent (Protocol/ipc,
@@ -500,6 +503,7 @@ final class CheckerClient: Sendable {
             t.lastFresh = dataStatus == "fresh" && loadingStatus == "loaded"
             t.resyncSinceLast = false
             t.deleted = false
+            t.confirmedUnchanged = false
             if t.lastFresh, !pending { state.objectLineage[t.id] = max(state.objectLineage[t.id] ?? 0, snapshot.version) }
         }
         for problem in problems { log.violation("\(name): \(problem)") }
@@ -568,10 +572,10 @@ final class CheckerClient: Sendable {
                 switch kind {
                 case .object(let t):
                     let expected = live[t.id]
-                    if t.notifications == 0, let since = t.since, let expected, expected.version == since {
-                        // Re-observed at the version it had, unchanged since: nothing is sent (no snapshot of
-                        // `sinceVersion` or older), and nothing is missing. (Once told anything, a resync
-                        // notice say, it must be told the full state.)
+                    if t.confirmedUnchanged, let since = t.since, let expected, expected.version == since {
+                        // Re-observed at the version it had, unchanged since: told so (`unchanged`), with no data
+                        // (no snapshot of `sinceVersion` or older), and nothing is missing. (Once told anything, a
+                        // resync notice say, it must be told the full state.)
                         continue
                     }
                     if !t.lastFresh && !(expected == nil && t.deleted) {
