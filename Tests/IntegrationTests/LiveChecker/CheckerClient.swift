@@ -89,6 +89,9 @@ final class CheckerClient: Sendable {
         var pending: Set<String> = []
         var pages = 1
         var notifications = 0
+        /// Observed with its pages (`pages` > 1, after a reconnection): its first state with data must hold
+        /// them all, not one page (Protocol/ipc, `collection.observe` `pages`).
+        var restoring = false
     }
 
     enum Token {
@@ -98,7 +101,8 @@ final class CheckerClient: Sendable {
 
     enum Request {
         /// `since`: the `sinceVersion` sent (an object's).
-        case observe(Plan, since: Int64? = nil)
+        /// `pages`: the pages a window was observed with.
+        case observe(Plan, since: Int64? = nil, pages: Int = 1)
         case nextPage(token: Int64)
         case resetPage(token: Int64)
         case invalidate(token: Int64)
@@ -115,6 +119,8 @@ final class CheckerClient: Sendable {
         var objectLineage: [String: Int64] = [:]
         /// Per query slot: the newest version of each item this client's windows of that query showed.
         var windowLineage: [Int: [String: Int64]] = [:]
+        /// Per query slot: the pages its window had, observed with them all again after a reconnection.
+        var windowPages: [Int: Int] = [:]
         var connected = false
         var connection = 0
         var statsTokens: Int?
@@ -206,12 +212,13 @@ final class CheckerClient: Sendable {
             let since = state.withLock { $0.objectLineage[id] }
             if let since { params["sinceVersion"] = .integer(since) }
             try await send("object.observe", .object(JSONObject(params)), .observe(plan, since: since))
-        case .collection(_, let query):
-            try await send(
-                "collection.observe",
-                ["collection": .string(LiveSemanticsChecker.collection), "query": query.json, "pageSize": .integer(query.pageSize)],
-                .observe(plan)
-            )
+        case .collection(let slot, let query):
+            let pages = state.withLock { $0.windowPages[slot] ?? 1 }
+            var params: [String: JSONValue] = [
+                "collection": .string(LiveSemanticsChecker.collection), "query": query.json, "pageSize": .integer(query.pageSize),
+            ]
+            if pages > 1 { params["pages"] = .integer(pages) }
+            try await send("collection.observe", .object(JSONObject(params)), .observe(plan, pages: pages))
         }
     }
 
@@ -341,7 +348,7 @@ final class CheckerClient: Sendable {
         }
         let result = message["result"] ?? .null
         switch request {
-        case .observe(let plan, let since):
+        case .observe(let plan, let since, let pages):
             guard let token = result["token"]?.numberValue.map(Int64.init) else {
                 return log.violation("\(name): observe answered without a token: \(line.prefix(300))")
             }
@@ -350,10 +357,10 @@ final class CheckerClient: Sendable {
                 case .object(let id):
                     state.tokens[token] = .object(ObjectToken(id: id, since: since, baseline: since))
                 case .collection(let slot, let query):
-                    state.tokens[token] = .collection(CollectionToken(slot: slot, query: query))
+                    state.tokens[token] = .collection(CollectionToken(slot: slot, query: query, pages: pages, restoring: pages > 1))
                 }
             }
-            log.note("\(name) t\(token) observes \(plan)\(since.map { " since v\($0)" } ?? "")")
+            log.note("\(name) t\(token) observes \(plan)\(since.map { " since v\($0)" } ?? "")\(pages > 1 ? " with \(pages) pages" : "")")
         case .nextPage(let token), .resetPage(let token):
             log.note("\(name) t\(token) paged: \(line.prefix(120))")
             guard result["moved"] == .bool(true) else { return }
@@ -361,6 +368,7 @@ final class CheckerClient: Sendable {
                 guard case .collection(var t)? = state.tokens[token] else { return }
                 if case .nextPage = request { t.pages += 1 } else { t.pages = 1 }
                 state.tokens[token] = .collection(t)
+                state.windowPages[t.slot] = t.pages
             }
         case .invalidate(let token):
             state.withLock { state in
@@ -386,7 +394,7 @@ final class CheckerClient: Sendable {
         case .observe, .nextPage, .resetPage, .stats:
             // The token is not held (observe) or not changed; an observation fails only when the cloud cannot
             // be reached (a restart of it may be under way): observe again later.
-            if case .observe(let plan, _) = request, code != -32004 {
+            if case .observe(let plan, _, _) = request, code != -32004 {
                 log.violation("\(name): observing \(plan) failed with \(code) \(message)")
             }
         case .invalidate(let token):
@@ -402,7 +410,7 @@ final class CheckerClient: Sendable {
         state.withLock { state in
             plans(in: state).filter { plan in
                 let pending = state.requests.values.contains { request in
-                    if case .observe(let p, _) = request { return "\(p)" == "\(plan)" }
+                    if case .observe(let p, _, _) = request { return "\(p)" == "\(plan)" }
                     return false
                 }
                 if pending { return false }
@@ -436,6 +444,13 @@ final class CheckerClient: Sendable {
             }
             t.notifications += 1
             defer { state.tokens[token] = .object(t) }
+            if t.notifications == 1, loadingStatus == "notLoading" {
+                problems.append("t\(token)'s first state is notLoading (Protocol/ipc: notExist then loading, or the cache's copy)")
+            }
+            if pending, snapshot == nil {
+                // This client's writes are updates: one pending always has data to show.
+                problems.append("t\(token) shows a pending update with no data (\(dataStatus)/\(loadingStatus))")
+            }
             if resync {
                 t.resyncSinceLast = true
                 return
@@ -538,6 +553,14 @@ final class CheckerClient: Sendable {
             t.hasPrevious = params["hasPrevious"] == .bool(true)
             t.fresh = dataStatus == "fresh" && loadingStatus == "loaded"
             if case .array(let ids)? = params["pendingIds"] { t.pending = Set(ids.compactMap(\.stringValue)) } else { t.pending = [] }
+            // A window observed with its pages comes whole: its first state with data is not one page while more
+            // are owed (a margin of a page for items that left while its pages were read).
+            if t.restoring, dataStatus == "fresh" || dataStatus == "local" {
+                t.restoring = false
+                if t.window.count <= (t.pages - 1) * t.query.pageSize, t.window.count < t.count {
+                    problems.append("t\(token) observed with \(t.pages) pages came with \(t.window.count) of \(t.count) items: page by page")
+                }
+            }
             summary =
                 "\(t.window.map(\.description).joined(separator: " ")) count \(t.count)\(t.hasNext ? " next" : "")\(t.pending.isEmpty ? "" : " pending \(t.pending.sorted())")"
             if Set(t.window.map(\.id)).count != t.window.count { problems.append("t\(token)'s window holds an id twice: \(summary)") }

@@ -260,6 +260,15 @@ struct LiveSemanticsChecker {
             }
             try await cluster.startDaemon(extraArguments: daemonArguments)
             try await reconnect(clients, cluster: cluster)
+            // Right after the restart, an object observed anew and written at once, before any answer (the
+            // daemon's first state for it once showed it deleted, `notExist`/`notLoading`, its write pending).
+            let client = clients.randomElement(using: &random)!
+            if client.isConnected {
+                let id = "i\(Int.random(in: 0..<itemCount, using: &random))"
+                log.note("\(client.name) observes \(id) anew and writes it at once")
+                try? await client.observeAnew(id)
+                try? await client.write(id: id, group: Self.groups.randomElement(using: &random)!, rank: Int.random(in: 0..<50, using: &random))
+            }
         case .cloudSilent:
             proxy.partition()
             let length = Duration.milliseconds(Int.random(in: 500...3000, using: &random))
