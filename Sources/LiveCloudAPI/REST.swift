@@ -154,6 +154,8 @@ public struct CloudErrorCode: RawRepresentable, Codable, Sendable, Hashable, Cus
     public static let idempotencyKeyReused = Self(rawValue: "idempotency_key_reused")
     /// The path does not answer the request's method: 405, with `Allow` listing those it answers.
     public static let methodNotAllowed = Self(rawValue: "method_not_allowed")
+    /// Too many failed logins lately for the user name or from the address: 429, retry after `Retry-After`.
+    public static let tooManyFailedLogins = Self(rawValue: "too_many_failed_logins")
     /// The body is over the size limit.
     public static let payloadTooLarge = Self(rawValue: "payload_too_large")
     /// The server cannot serve now (fault injection, shutting down); retry later.

@@ -100,9 +100,10 @@ func buildCloudApplication(
         tokenLifetime: configuration.tokenLifetime,
         refreshLifetime: configuration.refreshLifetime,
         bcryptCost: configuration.bcryptCost,
+        loginFailuresAllowed: configuration.loginFailuresAllowed,
         store: store
     )
-    let router = Router(context: BasicWebSocketRequestContext.self, options: .autoGenerateHeadEndpoints)
+    let router = Router(context: CloudRequestContext.self, options: .autoGenerateHeadEndpoints)
     router.middlewares.add(AllowedMethodsMiddleware(faultInjection: faults != nil))
     router.middlewares.add(StorageErrorMiddleware())
     if let faults {

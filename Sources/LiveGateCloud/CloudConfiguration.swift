@@ -43,6 +43,9 @@ public struct CloudConfiguration: Sendable {
     /// closed (nginx's `keepalive_timeout` is 75 s, its `client_header_timeout` 60 s). A realtime WebSocket is not
     /// subject to it (the daemon pings it).
     public var idleTimeout: Duration
+    /// Failed logins of a user name, or from an address, before each further attempt waits (1 s, doubling up to
+    /// 5 min; a success clears it); 0: never (see ``LoginThrottle``).
+    public var loginFailuresAllowed: Int
 
     public init(
         host: String = "127.0.0.1",
@@ -60,7 +63,8 @@ public struct CloudConfiguration: Sendable {
         admins: Set<String> = [],
         streams: [String] = [],
         streamMessageLimit: Int = 32 * 1024,
-        idleTimeout: Duration = .seconds(60)
+        idleTimeout: Duration = .seconds(60),
+        loginFailuresAllowed: Int = 5
     ) {
         self.host = host
         self.port = port
@@ -78,5 +82,6 @@ public struct CloudConfiguration: Sendable {
         self.streams = streams
         self.streamMessageLimit = max(1, streamMessageLimit)
         self.idleTimeout = max(idleTimeout, .milliseconds(100))
+        self.loginFailuresAllowed = max(0, loginFailuresAllowed)
     }
 }

@@ -117,6 +117,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Seconds an HTTP connection may go without a request, or take to send a request's head, before it is closed.")
     var idleTimeout = 60.0
 
+    @Option(
+        help:
+            "Failed logins of a user name, or from an address, before each further attempt waits (1 s, doubling up to 5 min; answered 429 with Retry-After); 0 never waits."
+    )
+    var loginFailuresAllowed = 5
+
     func run() async throws {
         // Every logger of the process, Hummingbird's per request among them (``CloudLogHandler``).
         LoggingSystem.bootstrap(CloudLogHandler.init(label:))
@@ -151,7 +157,8 @@ struct Serve: AsyncParsableCommand {
             admins: Set(admins),
             streams: streams,
             streamMessageLimit: streamMessageLimit,
-            idleTimeout: .milliseconds(Int64(idleTimeout * 1000))
+            idleTimeout: .milliseconds(Int64(idleTimeout * 1000)),
+            loginFailuresAllowed: loginFailuresAllowed
         )
         try await runCloud(configuration, logger: logger) { port in
             // One line on stdout, for scripts and tests that wait for the server.

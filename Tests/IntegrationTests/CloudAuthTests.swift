@@ -25,7 +25,8 @@ import Testing
     /// two cores). And a login takes as long for a user that does not exist as for a wrong password (before: ~1 ms
     /// against ~0.3 s, which told who exists).
     @Test func aLoginStormLeavesOtherRequestsTheirTurnAndTellsNoOneWhoExists() async throws {
-        let cluster = try await TestCluster.start(startDaemon: false)
+        // Failed logins are not throttled here: the storm's are all checked (see failedLoginsWaitLonger...).
+        let cluster = try await TestCluster.start(startDaemon: false, cloudArguments: ["--login-failures-allowed", "0"])
         defer { cluster.stop() }
         func timed(_ body: () async throws -> Void) async throws -> Duration {
             let start = ContinuousClock.now
@@ -174,5 +175,30 @@ import Testing
         request.body = .bytes(ByteBuffer(string: #"{"username":"bob","password":"correct horse battery staple"}"#))
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
         #expect(response.status == .ok)
+    }
+
+    /// After 5 failed logins of a name (or from an address), each further attempt waits: 429
+    /// `too_many_failed_logins` with `Retry-After`, the password not even checked, the right one included;
+    /// once the wait is over the right password logs in, and clears the count.
+    @Test func failedLoginsWaitLongerAndLongerThenTheRightPasswordGetsIn() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false, cloudArguments: ["--bcrypt-cost", "4"])
+        defer { cluster.stop() }
+        for n in 0..<6 {
+            let wrong = try await call(cluster, .POST, CloudPath.login, json: #"{"username":"alice","password":"guess\#(n)"}"#)
+            #expect(wrong.status == 401, "attempt \(n): \(wrong)")
+        }
+        var request = HTTPClientRequest(url: cluster.cloudURL + CloudPath.login)
+        request.method = .POST
+        request.body = .bytes(ByteBuffer(string: #"{"username":"alice","password":"\#(TestCluster.password)"}"#))
+        let throttled = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        let body = String(buffer: try await throttled.body.collect(upTo: 1 << 16))
+        #expect(throttled.status == .tooManyRequests && body.contains(#""code":"too_many_failed_logins""#), "\(throttled.status) \(body)")
+        #expect(throttled.headers.first(name: "Retry-After").flatMap(Int.init).map { (1...2).contains($0) } == true)
+        try await eventually("the right password to get in once the wait is over", timeout: .seconds(10)) {
+            try await self.call(cluster, .POST, CloudPath.login, json: #"{"username":"alice","password":"\#(TestCluster.password)"}"#).status
+                == 200
+        }
+        // Cleared: a wrong password is a plain 401 again.
+        #expect(try await call(cluster, .POST, CloudPath.login, json: #"{"username":"alice","password":"nope"}"#).status == 401)
     }
 }

@@ -87,6 +87,27 @@ private func readUntilClosed(_ fd: Int32, within seconds: Int) -> (text: String,
             plain.hasPrefix("HTTP/1.1 426") && plain.lowercased().contains("upgrade: websocket") && plain.contains("Upgrade: websocket'"),
             "\(plain)"
         )
+        // A refused WebSocket upgrade says why, with the status the spec gives: 401 without a valid token, 503
+        // while connections are refused (the WebSocket library's own answer is an empty 400).
+        func upgrade(token: String?) throws -> String {
+            let authorization = token.map { "Authorization: Bearer \($0)\r\n" } ?? ""
+            return try Self.exchange(
+                port,
+                Array(
+                    ("GET /v1/realtime HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                        + "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\(authorization)\r\n").utf8
+                )
+            )
+        }
+        for token in [nil, "forged"] {
+            let refused = try upgrade(token: token)
+            #expect(refused.hasPrefix("HTTP/1.1 401") && refused.contains(#""code":"unauthenticated""#), "\(refused)")
+        }
+        let alice = try await cluster.login()
+        try await cluster.fault(#"{"refuseConnectionsForMs":60000}"#)
+        let unavailable = try upgrade(token: alice)
+        #expect(unavailable.hasPrefix("HTTP/1.1 503") && unavailable.contains(#""code":"unavailable""#), "\(unavailable)")
+        try await cluster.fault("{}")
         // A well-formed request on the same server is still served.
         #expect(try await cluster.stats().connections == 0)
     }

@@ -24,6 +24,8 @@ final class AuthService: Sendable {
     private let refreshLifetime: Duration
     private let store: any CloudStore
     private let counted = Mutex(Counts())
+    /// Failed logins per user name and per address (see ``LoginThrottle``).
+    private let throttle: Mutex<LoginThrottle>
     /// The access grants read from the store, by hash. Expiry is checked at each use, as for a grant read from
     /// the store. Bounded: emptied when it holds ``grantCacheLimit``.
     ///
@@ -44,7 +46,15 @@ final class AuthService: Sendable {
     static let grantCacheLimit = 10_000
 
     /// - Parameter users: a password may be given as a bcrypt hash (`$2b$...`); others are hashed here with `bcryptCost`.
-    init(users: [CloudConfiguration.User], tokenLifetime: Duration, refreshLifetime: Duration, bcryptCost: UInt8, store: any CloudStore) {
+    init(
+        users: [CloudConfiguration.User],
+        tokenLifetime: Duration,
+        refreshLifetime: Duration,
+        bcryptCost: UInt8,
+        loginFailuresAllowed: Int = 5,
+        store: any CloudStore
+    ) {
+        throttle = Mutex(LoginThrottle(freeFailures: loginFailuresAllowed))
         self.users = Dictionary(
             users.map { user in (user.name, user.password.hasPrefix("$2") ? user.password : Bcrypt.hash(user.password, cost: bcryptCost)) },
             uniquingKeysWith: { _, last in last }
@@ -58,10 +68,25 @@ final class AuthService: Sendable {
 
     /// A new token pair for `username` when `password` is right.
     /// - Throws: ``PasswordChecker/Busy`` when too many logins wait for their password check.
-    func login(username: String, password: String) async throws -> LoginResponse? {
-        guard try await passwords.verify(password, hash: users[username]) else { return nil }
+    enum LoginOutcome {
+        case issued(LoginResponse)
+        /// A wrong password, or no such user.
+        case refused
+        /// Too many failed logins for the name or from the address: no password was checked.
+        case throttled(retryAfter: Duration)
+    }
+
+    /// A login of `username` from `address` (the peer's, without its port): checked unless the name or the
+    /// address failed too often lately (``LoginThrottle``).
+    func login(username: String, password: String, address: String?) async throws -> LoginOutcome {
+        if let wait = throttle.withLock({ $0.wait(user: username, address: address, now: .now) }) { return .throttled(retryAfter: wait) }
+        guard try await passwords.verify(password, hash: users[username]) else {
+            throttle.withLock { $0.failed(user: username, address: address, now: .now) }
+            return .refused
+        }
+        throttle.withLock { $0.succeeded(user: username, address: address) }
         defer { counted.withLock { $0.logins += 1 } }
-        return try await issue(to: username)
+        return .issued(try await issue(to: username))
     }
 
     /// A new token pair in exchange for a valid refresh token, which is used up.

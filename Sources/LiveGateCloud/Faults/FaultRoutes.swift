@@ -11,7 +11,7 @@ struct FaultRoutes: Sendable {
     let hub: RealtimeHub
     let auth: AuthService
 
-    func register(on router: Router<BasicWebSocketRequestContext>) {
+    func register(on router: Router<CloudRequestContext>) {
         router.post("/v1/admin/faults") { request, _ -> Response in
             let body = try await JSONResponse.decode(FaultRequest.self, from: request, limit: 1 << 16)
             faults.apply(body)

@@ -15,10 +15,10 @@ struct RealtimeRoute: Sendable {
     let store: any CloudStore
     let faults: FaultInjector?
 
-    func register(on router: Router<BasicWebSocketRequestContext>) {
+    func register(on router: Router<CloudRequestContext>) {
         router.ws(
             RouterPath(CloudPath.realtime),
-            shouldUpgrade: { request, _ in
+            shouldUpgrade: { request, context in
                 // A plain GET (no WebSocket upgrade asked) comes here through the router: 426, not an empty 200.
                 guard request.headers[.upgrade]?.lowercased() == "websocket" else {
                     var error = CloudHTTPError(
@@ -29,10 +29,22 @@ struct RealtimeRoute: Sendable {
                     error.headers = [.upgrade: "websocket", .connection: "Upgrade"]
                     throw error
                 }
-                _ = try await auth.user(for: request)  // 401 before upgrading
-                if faults?.refusesConnections == true {
-                    throw CloudHTTPError(.serviceUnavailable, .unavailable, "fault injection: realtime connections are refused for now")
+                // Refused with its reason, not the WebSocket library's empty 400 (see UpgradeRefusalWriter).
+                let writer = try? await context.channel.pipeline.handler(type: UpgradeRefusalWriter.self).get()
+                func refuse(_ error: CloudHTTPError) async throws -> Never {
+                    writer?.record(error)
+                    throw error
                 }
+                do {
+                    _ = try await auth.user(for: request)  // 401 before upgrading
+                } catch let error as CloudHTTPError {
+                    try await refuse(error)
+                }
+                if faults?.refusesConnections == true {
+                    try await refuse(CloudHTTPError(.serviceUnavailable, .unavailable, "fault injection: realtime connections are refused for now"))
+                }
+                // Upgraded, the connection carries WebSocket frames, which the writer (of HTTP answers) must not see.
+                if let writer { try? await context.channel.pipeline.removeHandler(writer).get() }
                 return .upgrade([:])
             },
             onUpgrade: { inbound, outbound, context in

@@ -15,12 +15,12 @@ struct ObjectRoutes: Sendable {
     let hub: RealtimeHub
     let maxBodyBytes: Int
 
-    func register(on router: Router<BasicWebSocketRequestContext>) {
-        router.post(RouterPath(CloudPath.login)) { request, _ -> Response in
+    func register(on router: Router<CloudRequestContext>) {
+        router.post(RouterPath(CloudPath.login)) { request, context -> Response in
             let body = try await JSONResponse.decode(LoginRequest.self, from: request, limit: maxBodyBytes)
-            let login: LoginResponse?
+            let login: AuthService.LoginOutcome
             do {
-                login = try await auth.login(username: body.username, password: body.password)
+                login = try await auth.login(username: body.username, password: body.password, address: context.peerAddress)
             } catch is PasswordChecker.Busy {
                 var busy = try JSONResponse.make(
                     .tooManyRequests,
@@ -29,10 +29,21 @@ struct ObjectRoutes: Sendable {
                 busy.headers[.retryAfter] = "1"
                 return busy
             }
-            guard let response = login else {
+            switch login {
+            case .issued(let response):
+                return try JSONResponse.make(.ok, response)
+            case .refused:
                 throw CloudHTTPError(.unauthorized, .invalidCredentials, "wrong username or password")
+            case .throttled(let wait):
+                let seconds = max(1, Int((Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18).rounded(.up)))
+                var error = CloudHTTPError(
+                    .tooManyRequests,
+                    .tooManyFailedLogins,
+                    "too many failed logins for this user or from this address: retry in \(seconds) s"
+                )
+                error.headers[.retryAfter] = String(seconds)
+                throw error
             }
-            return try JSONResponse.make(.ok, response)
         }
 
         router.post(RouterPath(CloudPath.refresh)) { request, _ -> Response in
@@ -155,7 +166,7 @@ struct ObjectRoutes: Sendable {
     /// PUT and PATCH: a `{data, ifVersion?}` body whose data must be an object.
     private func writeData(
         _ request: Request,
-        _ context: BasicWebSocketRequestContext,
+        _ context: CloudRequestContext,
         what: String,
         change: (JSONValue) -> EntityChange
     ) async throws -> Response {
@@ -228,7 +239,7 @@ struct ObjectRoutes: Sendable {
     /// The query of `GET /v1/collections/{collection}/objects`: `where` (a JSON object of field → value),
     /// `sort` (a field, `-field` for descending), `limit` (1-100, default 20), and at most one of `after`,
     /// `before` (cursors) and `last=true`.
-    private static func queryRequest(_ request: Request, _ context: BasicWebSocketRequestContext) throws -> (
+    private static func queryRequest(_ request: Request, _ context: CloudRequestContext) throws -> (
         CollectionQuery, PageRequest, Int
     ) {
         let parameters = request.uri.queryParameters
@@ -283,7 +294,7 @@ struct ObjectRoutes: Sendable {
         return (query, page, limit)
     }
 
-    private static func key(_ context: BasicWebSocketRequestContext) throws -> EntityKey {
+    private static func key(_ context: CloudRequestContext) throws -> EntityKey {
         let collection = try context.parameters.require("collection")
         let id = try context.parameters.require("id")
         guard EntityKey.isValidName(collection), EntityKey.isValidName(id) else {

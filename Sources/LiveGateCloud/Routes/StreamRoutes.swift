@@ -17,7 +17,7 @@ struct StreamRoutes: Sendable {
     let store: any CloudStore
     let messageLimit: Int
 
-    func register(on router: Router<BasicWebSocketRequestContext>) {
+    func register(on router: Router<CloudRequestContext>) {
         router.get(RouterPath(CloudPath.streams)) { request, _ -> Response in
             _ = try await auth.user(for: request)
             return try JSONResponse.make(.ok, StreamList(streams: try await store.streamNames(), messageLimit: messageLimit))
@@ -85,7 +85,7 @@ struct StreamRoutes: Sendable {
     }
 
     /// The stream and user of an ACL request, once the caller is known to be that user or an admin.
-    private func aclRequest(_ request: Request, _ context: BasicWebSocketRequestContext) async throws -> (String, String) {
+    private func aclRequest(_ request: Request, _ context: CloudRequestContext) async throws -> (String, String) {
         let caller = try await auth.user(for: request)
         let stream = try Self.name(context, "stream")
         let target = try Self.name(context, "user")
@@ -99,7 +99,7 @@ struct StreamRoutes: Sendable {
         return (stream, target)
     }
 
-    private static func name(_ context: BasicWebSocketRequestContext, _ parameter: String) throws -> String {
+    private static func name(_ context: CloudRequestContext, _ parameter: String) throws -> String {
         let value = try context.parameters.require(parameter)
         guard EntityKey.isValidName(value) else {
             throw CloudHTTPError.badRequest("the \(parameter) name must be 1-128 characters of A-Z a-z 0-9 _ - .")
