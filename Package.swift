@@ -238,6 +238,14 @@ let package = Package(
             ],
             swiftSettings: testSettings
         ),
+        .target(name: "JSONTestSupport", dependencies: ["LiveJSON", "SeededRandom"], path: "Tests/JSONTestSupport", swiftSettings: swiftSettings),
+        .testTarget(name: "LiveJSONTests", dependencies: ["LiveJSON", "SeededRandom", "JSONTestSupport"], swiftSettings: testSettings),
+        .testTarget(name: "LiveChangeSetTests", dependencies: ["LiveChangeSet", "SeededRandom"], swiftSettings: testSettings),
+        .testTarget(
+            name: "LiveCloudAPITests",
+            dependencies: ["LiveCloudAPI", "LiveJSON", "SeededRandom", "JSONTestSupport"],
+            swiftSettings: testSettings
+        ),
         .testTarget(
             name: "LiveSDKTests",
             dependencies: [

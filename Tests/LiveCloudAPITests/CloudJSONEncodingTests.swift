@@ -1,6 +1,7 @@
 // Licensed under the Apache License, Version 2.0.
 
 import Foundation
+import JSONTestSupport
 import LiveCloudAPI
 import LiveJSON
 import Testing
@@ -15,7 +16,7 @@ import Testing
         String(decoding: try SortedJSONEncoder().encode(value), as: UTF8.self)
     }
 
-    static func entity(_ values: inout SortedJSONEncoderTests.Values) -> Entity {
+    static func entity(_ values: inout JSONSamples.Values) -> Entity {
         let odd = values.string()
         return Entity(
             collection: values.pick(["notes", "a.b_c-d", "x"]),
@@ -29,7 +30,7 @@ import Testing
     }
 
     @Test func entitiesAreWrittenAsEncodableWritesThem() throws {
-        var values = SortedJSONEncoderTests.Values(seed: 20_261_126)
+        var values = JSONSamples.Values(seed: 20_261_126)
         for _ in 0..<2_000 {
             let entity = Self.entity(&values)
             var writer = JSONWriter()
@@ -40,14 +41,14 @@ import Testing
     }
 
     @Test func entityEventsAreWrittenAsEncodableWritesThem() throws {
-        var values = SortedJSONEncoderTests.Values(seed: 2_026_112_602)
+        var values = JSONSamples.Values(seed: 2_026_112_602)
         let topics: [Topic] = [
             .object(EntityKey(collection: "notes", id: "n1")), .collection("notes"), .query("notes", where: ["tag": "a/b", "n": 2]),
             .stream("chat", user: "u1"),
         ]
         var written = 0
         for _ in 0..<2_000 {
-            let maybe = { (values: inout SortedJSONEncoderTests.Values) in values.next() % 2 == 0 }
+            let maybe = { (values: inout JSONSamples.Values) in values.next() % 2 == 0 }
             var message = RealtimeServerMessage.event(
                 seq: Int64(values.next() % 1_000_000),
                 topic: values.pick(topics),
