@@ -1,8 +1,7 @@
 // Licensed under the Apache License, Version 2.0.
 
+import LiveGateCloud
 import Testing
-
-@testable import LiveGateCloud
 
 /// ``LoginThrottle``: free failures, then waits doubling to a bound; per name and per address; cleared by a
 /// success; forgotten after a while; 0 free failures throttles nothing.

@@ -6,30 +6,30 @@
 /// address's. A record is forgotten ``forgetAfter`` after its last failure, and at most ``maxRecords`` of each
 /// kind are kept (the oldest go first), so guessing at many names or from many addresses costs memory of its own
 /// only. Pure: the caller gives the time.
-struct LoginThrottle: Sendable {
+package struct LoginThrottle: Sendable {
     /// Failures that cost nothing; 0: none ever does (no throttling).
-    let freeFailures: Int
-    static let firstDelay: Duration = .seconds(1)
-    static let longestDelay: Duration = .seconds(300)
-    static let forgetAfter: Duration = .seconds(900)
-    static let maxRecords = 100_000
+    package let freeFailures: Int
+    package static let firstDelay: Duration = .seconds(1)
+    package static let longestDelay: Duration = .seconds(300)
+    package static let forgetAfter: Duration = .seconds(900)
+    package static let maxRecords = 100_000
 
-    struct Record: Sendable, Equatable {
-        var failures: Int
-        var lastFailure: ContinuousClock.Instant
+    package struct Record: Sendable, Equatable {
+        package var failures: Int
+        package var lastFailure: ContinuousClock.Instant
         /// No attempt before this.
-        var blockedUntil: ContinuousClock.Instant?
+        package var blockedUntil: ContinuousClock.Instant?
     }
 
-    private(set) var users: [String: Record] = [:]
-    private(set) var addresses: [String: Record] = [:]
+    package private(set) var users: [String: Record] = [:]
+    package private(set) var addresses: [String: Record] = [:]
 
-    init(freeFailures: Int = 5) {
+    package init(freeFailures: Int = 5) {
         self.freeFailures = freeFailures
     }
 
     /// How long `user` (from `address`) must wait before a login is tried; nil when it may be tried now.
-    func wait(user: String, address: String?, now: ContinuousClock.Instant) -> Duration? {
+    package func wait(user: String, address: String?, now: ContinuousClock.Instant) -> Duration? {
         let waits = [users[user], address.flatMap { addresses[$0] }].compactMap { record -> Duration? in
             guard let record, now - record.lastFailure < Self.forgetAfter, let until = record.blockedUntil, until > now else { return nil }
             return until - now
@@ -38,14 +38,14 @@ struct LoginThrottle: Sendable {
     }
 
     /// A login of `user` from `address` failed (a wrong password, or no such user).
-    mutating func failed(user: String, address: String?, now: ContinuousClock.Instant) {
+    package mutating func failed(user: String, address: String?, now: ContinuousClock.Instant) {
         guard freeFailures > 0 else { return }
         Self.count(&users, user, now, freeFailures: freeFailures)
         if let address { Self.count(&addresses, address, now, freeFailures: freeFailures) }
     }
 
     /// A login of `user` from `address` succeeded: both records are cleared.
-    mutating func succeeded(user: String, address: String?) {
+    package mutating func succeeded(user: String, address: String?) {
         users[user] = nil
         if let address { addresses[address] = nil }
     }
