@@ -173,7 +173,7 @@ struct ObjectRoutes: Sendable {
         let writer = try await auth.writer(for: request)
         let key = try Self.key(context)
         try permissions.check(writer.user, .write, key.collection)
-        let body = try await JSONResponse.decode(PutObjectRequest.self, from: request, limit: maxBodyBytes)
+        let body = try WriteBody.read(try await JSONResponse.decode(JSONValue.self, from: request, limit: maxBodyBytes))
         guard body.data.isObject else { throw CloudHTTPError.badRequest("\"data\" must be \(what)") }
         let idempotency = try Self.idempotencyKey(request, user: writer.user, body: try StoreText.encode(body))
         return try Self.respond(
