@@ -180,6 +180,13 @@ extension Bench {
 
     func format(_ milliseconds: Double) -> String { String(format: "%.2f", milliseconds) }
 
+    /// The median of `values` and their range: `12.30 (10.10-15.00)`.
+    func medianAndRange(_ values: [Double]) -> String {
+        let sorted = values.sorted()
+        let median = sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+        return "\(format(median)) (\(format(sorted[0]))-\(format(sorted[sorted.count - 1])))"
+    }
+
     private func residentKiB() -> Int {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
         for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {

@@ -137,11 +137,7 @@ extension Bench {
             )
         }
         if cachedTimes.count > 1 {
-            func summary(_ values: [Double]) -> String {
-                let sorted = values.sorted()
-                let median = sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
-                return "median \(format(median)) (\(format(sorted[0]))-\(format(sorted[sorted.count - 1])))"
-            }
+            func summary(_ values: [Double]) -> String { "median " + medianAndRange(values) }
             say(
                 "  over \(cachedTimes.count) restarts: cached answers after \(summary(cachedTimes)) ms; daemon CPU \(summary(cachedCPU)) µs an object"
             )

@@ -84,11 +84,7 @@ extension Bench {
                     + "beside the burst p50 \(format(beside.p50)) / p99 \(format(beside.p99)) ms (\(beside.count))"
             )
         }
-        func median(_ values: [Double]) -> String {
-            let sorted = values.sorted()
-            let middle = sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
-            return "\(format(middle)) (\(format(sorted[0]))-\(format(sorted[sorted.count - 1])))"
-        }
+        let median = medianAndRange
         say(
             "  medians over \(runs.count) runs: all loaded after \(median(runs.map(\.burst))) ms, daemon CPU \(median(runs.map(\.cpu))) ms; "
                 + "round trip p99 idle \(median(runs.map(\.idle.p99))) ms, beside \(median(runs.map(\.beside.p99))) ms; "
