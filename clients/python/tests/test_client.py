@@ -155,6 +155,38 @@ def test_an_object_resumes_from_its_version_across_daemon_kills_under_writes(sta
     assert skips >= 1  # the round without a cache skipped what was written meanwhile
 
 
+def test_callbacks_and_link_events(stack: Stack) -> None:
+    """``on_change`` (Firestore's ``on_snapshot``): the state now, then each change, until unsubscribed; ``on_end``
+    when the observation ends. ``on_link_change``: connected, the daemon's session, reconnecting and connected
+    again across a restart, closed."""
+    stack.remote_put("notes", "cb", {"n": 1})
+    states: list[ObjectState] = []
+    ends: list[livegate.LiveGateError | None] = []
+    events: list[livegate.LinkEvent] = []
+    got = threading.Event()
+    with livegate.Client(stack.socket, client="pytest") as daemon:
+        stop_link = daemon.on_link_change(events.append)
+        with daemon.observe_object("notes", "cb") as note:
+            note.wait_for(lambda s: s.data_status == "fresh")
+            unsubscribe = note.on_change(lambda s: (states.append(s), got.set()), ends.append)
+            assert got.wait(10) and states[0].version == 1, "the state now, at once"
+            stack.remote_put("notes", "cb", {"n": 2})
+            wait_until("v2 through the callback", lambda: any(s.version == 2 for s in states))
+            unsubscribe()
+            stack.remote_put("notes", "cb", {"n": 3})
+            note.wait_for(lambda s: s.version == 3)  # emitted to the callbacks in the same step as to the iterator
+            assert all(s.version in (1, 2) for s in states), [s.version for s in states]
+            note.on_change(lambda s: None, ends.append)
+        wait_until("on_end at the close", lambda: ends == [None])
+
+        wait_until("the session", lambda: any(e.kind == "session" and e.session == "established" for e in events))
+        stack.restart_daemon()
+        wait_until("reconnecting, then connected again", lambda: [e.kind for e in events if e.kind != "session"][-2:] == ["reconnecting", "connected"])
+        stop_link()
+    kinds = [e.kind for e in events if e.kind != "session"]
+    assert kinds == ["connected", "reconnecting", "connected"], kinds  # unsubscribed before the close
+
+
 def test_errors_carry_the_daemons_code_and_message(stack: Stack) -> None:
     with livegate.Client(stack.socket, client="pytest") as daemon:
         daemon.create("notes", "e1", {"n": 1})
@@ -206,7 +238,7 @@ def test_asyncio_collection_window_follows_changes_pending_writes_and_a_restart(
         async with await livegate.aio.Client.connect(stack.socket, client="pytest") as daemon:
             states: list[CollectionState] = []
             window = await daemon.observe_collection("messages", where={"channel": "c1"}, sort="rank", page_size=2)
-            window.add_listener(lambda s: states.append(s) if isinstance(s, CollectionState) else None)
+            window.on_change(states.append)
             async with window:
                 fresh = await window.wait_for(lambda s: s.data_status == "fresh" and s.loading_status == "loaded", 30)
                 assert fresh.ids == ["m2", "m3"] and fresh.count == 5 and fresh.has_next

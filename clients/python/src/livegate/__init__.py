@@ -28,7 +28,7 @@ from .errors import (
     UnsupportedProtocol,
     VersionConflict,
 )
-from .states import CollectionState, FeedEvent, ObjectState, Snapshot, StreamEvent
+from .states import CollectionState, DataStatus, FeedEvent, LinkEvent, LoadingStatus, ObjectState, Snapshot, StreamEvent
 
 __version__ = "0.1.0"
 
@@ -41,6 +41,7 @@ __all__ = [
     "Client",
     "CloudUnavailable",
     "CollectionState",
+    "DataStatus",
     "Connection",
     "ConnectionRefused",
     "DaemonUnavailable",
@@ -50,7 +51,9 @@ __all__ = [
     "InvalidParams",
     "InvalidRequest",
     "LimitExceeded",
+    "LinkEvent",
     "LiveGateError",
+    "LoadingStatus",
     "MethodNotFound",
     "NotFound",
     "NotPermitted",

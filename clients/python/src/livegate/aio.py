@@ -20,12 +20,13 @@ import asyncio
 import os
 import random
 import weakref
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from .connection import Connection, socket_path
 from .errors import ConnectionRefused, DaemonUnavailable, LiveGateError
 from .observations import Feed, LiveCollection, LiveObject, Observation, StreamListener
-from .states import Snapshot
+from .states import LinkEvent, Snapshot
 
 __all__ = ["Client", "Connection"]
 
@@ -51,6 +52,8 @@ class Client:
         self._failure: LiveGateError | None = None
         self._observations: weakref.WeakSet[Observation[Any]] = weakref.WeakSet()
         self._task: asyncio.Task[None] | None = None
+        self._link_listeners: list[Callable[[LinkEvent], None]] = []
+        self._session_watched: weakref.WeakSet[Connection] = weakref.WeakSet()
 
     @classmethod
     async def connect(
@@ -96,6 +99,7 @@ class Client:
             except asyncio.CancelledError:
                 pass
         self._notify()
+        self._tell(LinkEvent("closed"))
 
     async def __aenter__(self) -> Client:
         return self
@@ -122,6 +126,37 @@ class Client:
                 message = self._failure.message if self._failure else f"livegated at {self.socket_path} is not reachable"
                 raise DaemonUnavailable(f"{message} (still trying)") from None
 
+    def on_link_change(self, callback: Callable[[LinkEvent], None]) -> Callable[[], None]:
+        """Calls ``callback`` (on the event loop) at every change of the link to the daemon and of the daemon's
+        cloud session (:class:`LinkEvent`): ``connected`` now if it is, then ``reconnecting`` / ``connected`` as the
+        daemon goes and comes back, ``session`` as the daemon's cloud session or realtime link changes, and
+        ``closed``. Returns a function that unsubscribes it."""
+        self._link_listeners.append(callback)
+        connection = self._connection
+        if connection is not None and not connection.is_closed:
+            callback(LinkEvent("connected"))
+            if len(self._link_listeners) == 1:
+                asyncio.ensure_future(self._watch_session(connection))
+        return lambda: self._link_listeners.remove(callback) if callback in self._link_listeners else None
+
+    def _tell(self, event: LinkEvent) -> None:
+        for listener in list(self._link_listeners):
+            listener(event)
+
+    async def _watch_session(self, connection: Connection) -> None:
+        """Asks the daemon for its session's changes on ``connection`` (once per connection), and tells the state now."""
+        if connection in self._session_watched:
+            return
+        self._session_watched.add(connection)
+        connection.on_session_changed(
+            lambda params: self._tell(LinkEvent("session", session=params.get("session"), realtime=params.get("connection")))
+        )
+        try:
+            state = await connection.request("session.state", {"watch": True})
+        except LiveGateError:
+            return  # lost meanwhile: the next connection watches again
+        self._tell(LinkEvent("session", session=state.get("session"), realtime=state.get("connection")))
+
     def _notify(self) -> None:
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
@@ -142,6 +177,9 @@ class Client:
                 self._failure = None
                 self._connection = connection
                 self._notify()
+                self._tell(LinkEvent("connected"))
+                if self._link_listeners:
+                    asyncio.ensure_future(self._watch_session(connection))
                 resumptions = [observation._resume(connection) for observation in list(self._observations)]
                 await asyncio.gather(*resumptions, return_exceptions=True)
                 await connection.wait_closed()
@@ -149,6 +187,8 @@ class Client:
                 for observation in list(self._observations):
                     observation._lost()
                 self._notify()
+                if not self._closed:
+                    self._tell(LinkEvent("reconnecting", error=connection.error))
             failures += 1
             delay = min(5.0, 0.1 * 2 ** min(failures - 1, 6)) * random.uniform(0.5, 1.0)
             await asyncio.sleep(delay)

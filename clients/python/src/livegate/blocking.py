@@ -23,7 +23,7 @@ from typing import Any, Generic, Self, TypeVar
 from . import aio
 from .errors import LiveGateError
 from .observations import LiveCollection, Observation, _End
-from .states import CollectionState, FeedEvent, ObjectState, Snapshot, StreamEvent
+from .states import CollectionState, FeedEvent, LinkEvent, ObjectState, Snapshot, StreamEvent
 
 S = TypeVar("S")
 R = TypeVar("R")
@@ -70,6 +70,27 @@ class Client:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def on_link_change(self, callback: Callable[[LinkEvent], None]) -> Callable[[], None]:
+        """Calls ``callback`` at every change of the link to the daemon and of its cloud session (:class:`LinkEvent`),
+        on the client's own thread (keep it short). Returns a function that unsubscribes it."""
+
+        async def subscribe() -> Callable[[], None]:
+            return self._client.on_link_change(callback)
+
+        unsubscribe = self._call(subscribe())
+
+        async def unsubscribing() -> None:
+            unsubscribe()
+
+        def stop() -> None:
+            """Returns once unsubscribed: no call comes after it (from a callback too)."""
+            if threading.current_thread() is self._thread:
+                unsubscribe()
+            elif not self._loop.is_closed():
+                self._call(unsubscribing())
+
+        return stop
 
     @property
     def is_connected(self) -> bool:
@@ -222,6 +243,30 @@ class BlockingObservation(Generic[S]):
                 raise LiveGateError("the observation ended") from None
             if predicate(state):
                 return state
+
+    def on_change(
+        self, callback: Callable[[S], None], on_end: Callable[[LiveGateError | None], None] | None = None
+    ) -> Callable[[], None]:
+        """Calls ``callback`` with the state now, if any, then with every later one, on the client's own thread (keep
+        it short; hand work to yours); ``on_end`` once the observation ends (its error, or ``None``). Returns a
+        function that unsubscribes both. Iterating the observation still works beside it."""
+
+        async def subscribe() -> Callable[[], None]:
+            return self._observation.on_change(callback, on_end)
+
+        unsubscribe = self._owner._call(subscribe())
+
+        async def unsubscribing() -> None:
+            unsubscribe()
+
+        def stop() -> None:
+            """Returns once unsubscribed: no call comes after it (from a callback too)."""
+            if threading.current_thread() is self._owner._thread:
+                unsubscribe()
+            elif not self._owner._loop.is_closed():
+                self._owner._call(unsubscribing())
+
+        return stop
 
     def close(self) -> None:
         """Ends the observation: the daemon's token is invalidated."""

@@ -73,6 +73,11 @@ class Connection:
         self._task.cancel()
         self._finish(DaemonUnavailable("the connection to livegated was closed"))
 
+    @property
+    def error(self) -> LiveGateError | None:
+        """Why the connection ended (the daemon's ``connection.closing``, or the loss), once it has."""
+        return self._closing if self._closed.is_set() else None
+
     def on_session_changed(self, handler: Callable[[dict[str, Any]], None]) -> None:
         self._session_handlers.append(handler)
 

@@ -147,6 +147,22 @@ class Observation(Generic[S]):
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
+    def on_change(
+        self, callback: Callable[[S], None], on_end: Callable[[LiveGateError | None], None] | None = None
+    ) -> Callable[[], None]:
+        """Calls ``callback`` (on the event loop) with the state now, if any, then with every later one (Firestore's
+        ``on_snapshot``); ``on_end`` once the observation ends, with its error when the daemon refused it (``None``
+        when it was closed). Returns a function that unsubscribes both; the observation goes on until closed."""
+
+        def listener(item: Any) -> None:
+            if isinstance(item, _End):
+                if on_end is not None:
+                    on_end(item.error)
+            else:
+                callback(item)
+
+        return self.add_listener(listener)
+
     def _emit(self, state: S) -> None:
         self.latest = state
         for listener in list(self._listeners):

@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from .changeset import ChangeSet
 from .errors import LiveGateError, error_from
 
+
+
+DataStatus = Literal["notExist", "local", "fresh", "error"]
+"""Where an observation's data comes from: none (``notExist``), the daemon's cache (``local``), the cloud (``fresh``)."""
+LoadingStatus = Literal["notLoading", "loading", "loaded", "error"]
+"""Whether the daemon is reading it from the cloud now (``loading``) or has (``loaded``)."""
 
 @dataclass(frozen=True)
 class Snapshot:
@@ -48,8 +54,8 @@ class ObjectState:
     """
 
     snapshot: Snapshot | None
-    data_status: str
-    loading_status: str
+    data_status: DataStatus
+    loading_status: LoadingStatus
     error: LiveGateError | None = None
     pending_writes: bool = False
     resync: bool = False
@@ -84,8 +90,8 @@ class CollectionState:
     count: int
     has_next: bool
     has_previous: bool
-    data_status: str
-    loading_status: str
+    data_status: DataStatus
+    loading_status: LoadingStatus
     changes: ChangeSet = field(default_factory=ChangeSet)
     reset: bool = False
     error: LiveGateError | None = None
@@ -96,7 +102,7 @@ class CollectionState:
     def ids(self) -> list[str]:
         return [item.id for item in self.items]
 
-    def unchanged(self, loading_status: str, error: LiveGateError | None = None) -> CollectionState:
+    def unchanged(self, loading_status: LoadingStatus, error: LiveGateError | None = None) -> CollectionState:
         """The same window with no change and another loading status (the daemon went away, or refused it)."""
         return dataclasses.replace(
             self, changes=ChangeSet(), reset=False, resync=False, loading_status=loading_status, error=error
@@ -227,3 +233,20 @@ class ResumeFilter:
             return None
         self.last = dataclasses.replace(last, loading_status="loading", resync=False)
         return self.last
+
+
+@dataclass(frozen=True)
+class LinkEvent:
+    """A change of a client's link to livegated, or of the daemon's cloud session.
+
+    ``kind``: ``connected`` (a connection is made and every observation is being made again on it),
+    ``reconnecting`` (the connection was lost: ``error`` says why; the client tries again with backoff),
+    ``closed`` (the client was closed), or ``session`` (the daemon's ``session.changed``: ``session`` is its cloud
+    session, ``notLoggedIn``, ``establishing``, ``established``, ``tokenExpired`` or ``terminated``, and ``realtime``
+    its realtime link, ``offline``, ``connecting``, ``connected`` or ``reconnecting``)."""
+
+    kind: Literal["connected", "reconnecting", "closed", "session"]
+    error: LiveGateError | None = None
+    session: str | None = None
+    realtime: str | None = None
+
