@@ -28,7 +28,6 @@ struct CloudChildChannel: ServerChildChannel {
             base.setup(channel: channel, logger: logger)
         }.flatMapThrowing { value in
             try channel.pipeline.syncOperations.addHandler(MalformedRequestAnswerer())
-            try channel.pipeline.syncOperations.addHandler(UpgradeRefusalWriter())
             return value
         }
     }

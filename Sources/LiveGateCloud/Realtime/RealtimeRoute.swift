@@ -30,9 +30,8 @@ struct RealtimeRoute: Sendable {
                     throw error
                 }
                 // Refused with its reason, not the WebSocket library's empty 400 (see UpgradeRefusalWriter).
-                let writer = try? await context.channel.pipeline.handler(type: UpgradeRefusalWriter.self).get()
                 func refuse(_ error: CloudHTTPError) async throws -> Never {
-                    writer?.record(error)
+                    try? await context.channel.pipeline.addHandler(UpgradeRefusalWriter(error)).get()
                     throw error
                 }
                 do {
@@ -43,8 +42,6 @@ struct RealtimeRoute: Sendable {
                 if faults?.refusesConnections == true {
                     try await refuse(CloudHTTPError(.serviceUnavailable, .unavailable, "fault injection: realtime connections are refused for now"))
                 }
-                // Upgraded, the connection carries WebSocket frames, which the writer (of HTTP answers) must not see.
-                if let writer { try? await context.channel.pipeline.removeHandler(writer).get() }
                 return .upgrade([:])
             },
             onUpgrade: { inbound, outbound, context in

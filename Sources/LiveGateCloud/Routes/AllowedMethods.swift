@@ -43,25 +43,27 @@ enum AllowedMethods {
 }
 
 /// A method a known path does not answer is 405 with `Allow` (not the router's 404); `OPTIONS` is 204 with
-/// `Allow`. (`HEAD` is `GET` without its body, by the router: RFC 9110, 9.3.2.)
+/// `Allow`. (`HEAD` is `GET` without its body, by the router: RFC 9110, 9.3.2.) Only the router's own 404 (no
+/// route for the path and method) is looked at, so a request the routes answer costs nothing here.
 struct AllowedMethodsMiddleware<Context: RequestContext>: RouterMiddleware {
     let faultInjection: Bool
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let path = request.uri.path
-        guard let methods = AllowedMethods.methods(of: path, faultInjection: faultInjection), !methods.contains(request.method),
-            request.method != .head || !methods.contains(.get)  // the router's own HEAD endpoint (autoGenerateHeadEndpoints)
-        else {
+        do {
             return try await next(request, context)
+        } catch let error as HTTPError where error.status == .notFound {
+            // The routes answer their 404s with a CloudHTTPError; this one is the router's.
+            let path = request.uri.path
+            guard let methods = AllowedMethods.methods(of: path, faultInjection: faultInjection) else { throw error }
+            let allow = AllowedMethods.allow(methods)
+            if request.method == .options { return Response(status: .noContent, headers: [.allow: allow]) }
+            var refusal = CloudHTTPError(
+                .methodNotAllowed,
+                .methodNotAllowed,
+                "\(request.method.rawValue) is not a method of \(path): it answers \(allow) (Protocol/cloud/openapi.json)"
+            )
+            refusal.headers[.allow] = allow
+            throw refusal
         }
-        let allow = AllowedMethods.allow(methods)
-        if request.method == .options { return Response(status: .noContent, headers: [.allow: allow]) }
-        var error = CloudHTTPError(
-            .methodNotAllowed,
-            .methodNotAllowed,
-            "\(request.method.rawValue) is not a method of \(path): it answers \(allow) (Protocol/cloud/openapi.json)"
-        )
-        error.headers[.allow] = allow
-        throw error
     }
 }
