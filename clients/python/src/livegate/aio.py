@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from .connection import Connection, socket_path
 from .errors import ConnectionRefused, DaemonUnavailable, LiveGateError
-from .observations import Feed, LiveCollection, LiveObject, Observation, StreamListener
+from .observations import Feed, LiveCollection, LiveObject, Observation, StreamListener, _background
 from .states import LinkEvent, Snapshot
 
 __all__ = ["Client", "Connection"]
@@ -135,19 +135,24 @@ class Client:
         connection = self._connection
         if connection is not None and not connection.is_closed:
             callback(LinkEvent("connected"))
-            if len(self._link_listeners) == 1:
-                asyncio.ensure_future(self._watch_session(connection))
+            self._watch_session_soon(connection)
         return lambda: self._link_listeners.remove(callback) if callback in self._link_listeners else None
 
     def _tell(self, event: LinkEvent) -> None:
         for listener in list(self._link_listeners):
             listener(event)
 
-    async def _watch_session(self, connection: Connection) -> None:
-        """Asks the daemon for its session's changes on ``connection`` (once per connection), and tells the state now."""
+    def _watch_session_soon(self, connection: Connection) -> None:
+        """Asks the daemon for its session's changes on ``connection``, once per connection (in a task kept until
+        done), and tells the state now."""
         if connection in self._session_watched:
             return
         self._session_watched.add(connection)
+        task = asyncio.ensure_future(self._watch_session(connection))
+        _background.add(task)
+        task.add_done_callback(_background.discard)
+
+    async def _watch_session(self, connection: Connection) -> None:
         connection.on_session_changed(
             lambda params: self._tell(LinkEvent("session", session=params.get("session"), realtime=params.get("connection")))
         )
@@ -179,7 +184,7 @@ class Client:
                 self._notify()
                 self._tell(LinkEvent("connected"))
                 if self._link_listeners:
-                    asyncio.ensure_future(self._watch_session(connection))
+                    self._watch_session_soon(connection)
                 resumptions = [observation._resume(connection) for observation in list(self._observations)]
                 await asyncio.gather(*resumptions, return_exceptions=True)
                 await connection.wait_closed()

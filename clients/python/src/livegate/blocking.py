@@ -74,17 +74,21 @@ class Client:
     def on_link_change(self, callback: Callable[[LinkEvent], None]) -> Callable[[], None]:
         """Calls ``callback`` at every change of the link to the daemon and of its cloud session (:class:`LinkEvent`),
         on the client's own thread (keep it short). Returns a function that unsubscribes it."""
+        return self._on_loop(lambda: self._client.on_link_change(callback))
 
-        async def subscribe() -> Callable[[], None]:
-            return self._client.on_link_change(callback)
+    def _on_loop(self, subscribe: Callable[[], Callable[[], None]]) -> Callable[[], None]:
+        """Runs ``subscribe`` on the client's loop; returns its unsubscribe function made callable from any thread:
+        it returns once unsubscribed, so no call comes after it (called from a callback too)."""
 
-        unsubscribe = self._call(subscribe())
+        async def subscribing() -> Callable[[], None]:
+            return subscribe()
+
+        unsubscribe = self._call(subscribing())
 
         async def unsubscribing() -> None:
             unsubscribe()
 
         def stop() -> None:
-            """Returns once unsubscribed: no call comes after it (from a callback too)."""
             if threading.current_thread() is self._thread:
                 unsubscribe()
             elif not self._loop.is_closed():
@@ -251,22 +255,7 @@ class BlockingObservation(Generic[S]):
         it short; hand work to yours); ``on_end`` once the observation ends (its error, or ``None``). Returns a
         function that unsubscribes both. Iterating the observation still works beside it."""
 
-        async def subscribe() -> Callable[[], None]:
-            return self._observation.on_change(callback, on_end)
-
-        unsubscribe = self._owner._call(subscribe())
-
-        async def unsubscribing() -> None:
-            unsubscribe()
-
-        def stop() -> None:
-            """Returns once unsubscribed: no call comes after it (from a callback too)."""
-            if threading.current_thread() is self._owner._thread:
-                unsubscribe()
-            elif not self._owner._loop.is_closed():
-                self._owner._call(unsubscribing())
-
-        return stop
+        return self._owner._on_loop(lambda: self._observation.on_change(callback, on_end))
 
     def close(self) -> None:
         """Ends the observation: the daemon's token is invalidated."""
