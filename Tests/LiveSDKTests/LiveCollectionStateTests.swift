@@ -36,6 +36,26 @@ struct LiveCollectionStateTests {
         return state
     }
 
+    /// A stored window is a first state only when it is what was stored and reaches its last page (or holds
+    /// the rest of the result): the live checker's seed 5415887200388000 saw a window of 5 pages of 7 start as 13
+    /// items of 68, its other entities gone from the cache.
+    @Test func aStoredWindowIsShownOnlyWithItsPages() {
+        let window = CollectionWindow(query: Self.query, pageSize: 7, pages: 5)
+        let entities = (0..<35).map { Self.entity("e\($0)", rank: Double($0)) }
+        func stored(_ count: Int, of total: Int, more: Bool) -> CacheStore.QueryResult {
+            CacheStore.QueryResult(ids: entities.prefix(count).map(\.id), hasNext: more, hasPrevious: false, count: total)
+        }
+        #expect(window.holdsItsPages(stored(35, of: 68, more: true), entities: entities))
+        #expect(window.holdsItsPages(stored(29, of: 68, more: true), entities: Array(entities.prefix(29))), "a removal inside the last page")
+        #expect(!window.holdsItsPages(stored(28, of: 68, more: true), entities: Array(entities.prefix(28))), "four pages of five")
+        #expect(window.holdsItsPages(stored(13, of: 13, more: false), entities: Array(entities.prefix(13))), "the whole result")
+        #expect(!window.holdsItsPages(stored(35, of: 68, more: true), entities: Array(entities.prefix(13))), "entities gone from the cache")
+        let last = CollectionWindow(query: Self.query, pageSize: 7, anchor: .last, pages: 2)
+        let fromEnd = CacheStore.QueryResult(ids: entities.prefix(5).map(\.id), hasNext: false, hasPrevious: true, count: 68)
+        #expect(!last.holdsItsPages(fromEnd, entities: Array(entities.prefix(5))))
+        #expect(CollectionWindow(query: Self.query, pageSize: 7).holdsItsPages(fromEnd, entities: Array(entities.prefix(5))))
+    }
+
     @Test func aPendingWriteShowsAtItsSortedPlaceThenTheConfirmationReplacesIt() throws {
         var state = Self.started(hasNext: false)
         // A new message written here, not confirmed yet (version 0), between a and b.

@@ -42,6 +42,7 @@ extension LiveClient {
             let cached: (CacheStore.QueryResult, [Entity])?
             do {
                 cached = try await cache.queryResult(window.cacheKey, collection: window.query.collection)
+                    .flatMap { window.holdsItsPages($0.0, entities: $0.1) ? $0 : nil }
             } catch {
                 logger.error("cache read failed", metadata: ["query": "\(window.query.canonicalText)", "error": "\(error)"])
                 cached = nil

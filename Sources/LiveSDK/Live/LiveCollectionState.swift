@@ -33,6 +33,15 @@ public struct CollectionWindow: Hashable, Sendable {
 
     /// A stable name for the cache.
     var cacheKey: String { "\(query.canonicalText)|\(pageSize)|\(anchor.rawValue)|\(pages)" }
+
+    /// Whether a stored result may be shown as this window's first state: every id it stored still has its
+    /// entity in the cache, and it reaches into its last page unless it holds the rest of the result. A
+    /// window of several pages is never shown as fewer pages while more are owed; it starts loading instead.
+    package func holdsItsPages(_ stored: CacheStore.QueryResult, entities: [Entity]) -> Bool {
+        guard entities.count == stored.ids.count else { return false }
+        let more = anchor == .first ? stored.hasNext : stored.hasPrevious
+        return !more || entities.count > (pages - 1) * pageSize
+    }
 }
 
 /// What an observer of a live collection receives: the window's items (frozen snapshots, in order), how
