@@ -158,6 +158,8 @@ public struct CloudErrorCode: RawRepresentable, Codable, Sendable, Hashable, Cus
     public static let tooManyFailedLogins = Self(rawValue: "too_many_failed_logins")
     /// The body is over the size limit.
     public static let payloadTooLarge = Self(rawValue: "payload_too_large")
+    /// A request with a body did not say `Content-Type: application/json`: 415.
+    public static let unsupportedMediaType = Self(rawValue: "unsupported_media_type")
     /// The server cannot serve now (fault injection, shutting down); retry later.
     public static let unavailable = Self(rawValue: "unavailable")
     /// Anything the server could not handle; details are in the server's log only.

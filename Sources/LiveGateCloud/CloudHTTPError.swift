@@ -51,29 +51,24 @@ enum JSONResponse {
         )
     }
 
-    /// Reads and decodes a JSON body, answering 413 when it is over `limit` and 400 when it does not decode.
-    static func decode<T: Decodable>(_ type: T.Type, from request: Request, limit: Int) async throws -> T {
-        let buffer: ByteBuffer
+    /// Reads a JSON body strictly (``RequestBody``), refuses members `shape` does not list, and decodes it:
+    /// 415, 413 or 400 saying what is wrong.
+    static func decode<T: Decodable>(_ type: T.Type, from request: Request, limit: Int, shape: BodyShape) async throws -> T {
+        let value = try await RequestBody.value(of: request, limit: limit)
+        try shape.check(value)
+        if let value = value as? T { return value }
         do {
-            buffer = try await request.body.collect(upTo: limit)
-        } catch {
-            throw CloudHTTPError(.contentTooLarge, .payloadTooLarge, "the request body is over the limit of \(limit) bytes")
-        }
-        do {
-            // LiveJSON's parser and decoder where they read the body as `JSONDecoder` would, `JSONDecoder` (and its
-            // errors) otherwise.
-            return try CloudJSON.decode(T.self, from: buffer.readableBytesView)
-        } catch let error as JSONParseError where error.isNumberLimit {
-            throw CloudHTTPError.badRequest(
-                "the request body holds a number longer than \(JSONNumber.maxTextLength) characters written out without an exponent (at byte \(error.offset)): numbers are kept exactly"
-            )
+            return try JSONValueDecoder.decode(T.self, from: value)
         } catch let DecodingError.keyNotFound(key, _) {
             throw CloudHTTPError.badRequest("the request body lacks the member \"\(key.stringValue)\"")
         } catch let DecodingError.typeMismatch(_, context) {
             let path = context.codingPath.map(\.stringValue).joined(separator: ".")
             throw CloudHTTPError.badRequest("the member \"\(path)\" has the wrong type")
+        } catch let DecodingError.valueNotFound(_, context) {
+            let path = context.codingPath.map(\.stringValue).joined(separator: ".")
+            throw CloudHTTPError.badRequest("the member \"\(path)\" must not be null")
         } catch {
-            throw CloudHTTPError.badRequest("the request body is not valid JSON of the expected shape")
+            throw CloudHTTPError.badRequest("the request body is not of the expected shape: \(error)")
         }
     }
 }

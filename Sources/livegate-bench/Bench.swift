@@ -570,6 +570,7 @@ struct Bench: AsyncParsableCommand {
         var request = HTTPClientRequest(url: url)
         request.method = method
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        request.headers.add(name: "Content-Type", value: "application/json")
         request.body = .bytes(ByteBuffer(string: body))
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
         let bytes = try await response.body.collect(upTo: 1 << 20)

@@ -172,6 +172,7 @@ import Testing
         }
         var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)" + CloudPath.login)
         request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
         request.body = .bytes(ByteBuffer(string: #"{"username":"bob","password":"correct horse battery staple"}"#))
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
         #expect(response.status == .ok)
@@ -189,6 +190,7 @@ import Testing
         }
         var request = HTTPClientRequest(url: cluster.cloudURL + CloudPath.login)
         request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
         request.body = .bytes(ByteBuffer(string: #"{"username":"alice","password":"\#(TestCluster.password)"}"#))
         let throttled = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
         let body = String(buffer: try await throttled.body.collect(upTo: 1 << 16))

@@ -81,6 +81,16 @@ private func readUntilClosed(_ fd: Int32, within seconds: Int) -> (text: String,
         #expect(controlCharacter.hasPrefix("HTTP/1.1 400"), "\(controlCharacter)")
         let rawByte = try Self.exchange(port, Array("GET /v1/st".utf8) + [0xFF] + Array("ats HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
         #expect(rawByte.hasPrefix("HTTP/1.1 400"), "\(rawByte)")
+        // A % that starts no escape (an HTTP client library would have encoded it): 400 saying so.
+        let alice = try await cluster.login()
+        let percent = try Self.exchange(
+            port,
+            Array(
+                "GET /v1/collections/notes/objects?sort=%G1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(alice)\r\nConnection: close\r\n\r\n"
+                    .utf8
+            )
+        )
+        #expect(percent.hasPrefix("HTTP/1.1 400") && percent.contains("two hex digits"), "\(percent)")
         // A plain GET of the realtime endpoint (no WebSocket asked): 426 with a body that says what to do.
         let plain = try Self.exchange(port, Array("GET /v1/realtime HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8))
         #expect(
@@ -103,7 +113,6 @@ private func readUntilClosed(_ fd: Int32, within seconds: Int) -> (text: String,
             let refused = try upgrade(token: token)
             #expect(refused.hasPrefix("HTTP/1.1 401") && refused.contains(#""code":"unauthenticated""#), "\(refused)")
         }
-        let alice = try await cluster.login()
         try await cluster.fault(#"{"refuseConnectionsForMs":60000}"#)
         let unavailable = try upgrade(token: alice)
         #expect(unavailable.hasPrefix("HTTP/1.1 503") && unavailable.contains(#""code":"unavailable""#), "\(unavailable)")

@@ -35,4 +35,61 @@ import Testing
         #expect(try await cluster.call(.PUT, object, json: #"{"data":{"a":2},"ifVersion":0}"#, token: alice).status == 409)
         #expect(try await cluster.call(.PATCH, object, json: #"{"data":{"b":3},"ifVersion":1}"#, token: alice).status == 200)
     }
+
+    /// A body is JSON as its request says, UTF-8 and nothing else: a missing or other `Content-Type` is 415; a
+    /// byte order mark, UTF-16 and a member a body's schema does not list are 400, naming what is wrong;
+    /// `%FF` in the query is 400, never a U+FFFD filter. `ifVersion` 1.0 is the whole number 1 (JSON Schema's
+    /// integer).
+    @Test func aBodyIsUTF8JSONSaidToBeSoWithTheMembersItsSchemaLists() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false, cloudArguments: ["--bcrypt-cost", "4"])
+        defer { cluster.stop() }
+        let alice = try await cluster.login()
+        let object = CloudPath.object(EntityKey(collection: "notes", id: "s2"))
+        let body = #"{"data":{"a":1}}"#
+        for type in [nil, "text/plain", "application/x-www-form-urlencoded", "application/xml", "application/json; charset=utf-16"] {
+            let answer = try await cluster.call(.PUT, object, bytes: Array(body.utf8), contentType: type, token: alice)
+            #expect(answer.status == 415 && answer.body.contains(#""code":"unsupported_media_type""#), "\(type ?? "none"): \(answer)")
+        }
+        let login = try await cluster.call(
+            .POST,
+            CloudPath.login,
+            json: #"{"username":"alice","password":"x"}"#,
+            headers: [("Content-Type", "text/plain")]
+        )
+        #expect(login.status == 415, "a login too: \(login)")
+        let json = [("Content-Type", "application/json; charset=UTF-8")]
+        #expect(try await cluster.call(.PUT, object, json: body, token: alice, headers: json).status == 201, "charset=UTF-8 is taken")
+
+        let bom = try await cluster.call(.PUT, object, bytes: [0xEF, 0xBB, 0xBF] + Array(body.utf8), token: alice)
+        #expect(bom.status == 400 && bom.body.contains("byte order mark"), "\(bom)")
+        var utf16: [UInt8] = [0xFF, 0xFE]
+        for unit in body.utf16 { utf16 += [UInt8(unit & 0xFF), UInt8(unit >> 8)] }
+        let sixteen = try await cluster.call(.PUT, object, bytes: utf16, token: alice)
+        #expect(sixteen.status == 400 && sixteen.body.contains("not UTF-8"), "\(sixteen)")
+        let noMark = try await cluster.call(.PUT, object, bytes: Array(utf16.dropFirst(2)), token: alice)
+        #expect(noMark.status == 400 && noMark.body.contains("not UTF-8"), "UTF-16 without a mark: \(noMark)")
+
+        let unknown: [(path: String, method: HTTPMethod, json: String, name: String)] = [
+            ("/v1/objects/read", .POST, #"{"keys":[{"collection":"notes","id":"s2","extra":1}]}"#, "keys[0].extra"),
+            ("/v1/objects/read", .POST, #"{"keys":[{"collection":"notes","id":"s2"}],"limit":5}"#, "limit"),
+            ("/v1/auth/refresh", .POST, #"{"refreshToken":"x","user":"alice"}"#, "user"),
+        ]
+        for (path, method, json, name) in unknown {
+            let answer = try await cluster.call(method, path, json: json, token: alice)
+            #expect(answer.status == 400 && answer.body.contains("unknown member \\\"\(name)\\\""), "\(json): \(answer)")
+        }
+
+        let percent = try await cluster.call(.GET, "/v1/collections/notes/objects?where=%7B%22t%22%3A%22%FF%22%7D", token: alice)
+        #expect(percent.status == 400 && percent.body.contains("not UTF-8"), "\(percent)")
+        let fine = try await cluster.call(.GET, "/v1/collections/notes/objects?where=%7B%22a%22%3A1%7D", token: alice)
+        #expect(fine.status == 200 && fine.body.contains(#""id":"s2""#), "\(fine)")
+
+        // U+0000, which PostgreSQL cannot store (it answered 503 there), is refused on every store alike.
+        for json in [#"{"data":{"a":"x\u0000y"}}"#, #"{"data":{"b":[{"x\u0000":1}]}}"#] {
+            let answer = try await cluster.call(.PUT, object, json: json, token: alice)
+            #expect(answer.status == 400 && answer.body.contains("U+0000"), "\(json): \(answer)")
+        }
+        let whole = try await cluster.call(.PUT, object, json: #"{"data":{"a":2},"ifVersion":1.0}"#, token: alice)
+        #expect(whole.status == 200 && whole.body.contains(#""version":2"#), "ifVersion 1.0: \(whole)")
+    }
 }

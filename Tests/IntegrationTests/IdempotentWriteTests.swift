@@ -19,7 +19,10 @@ import Testing
         request.method = method
         request.headers.add(name: "Authorization", value: "Bearer \(token)")
         request.headers.add(name: "Idempotency-Key", value: key)
-        if let json { request.body = .bytes(ByteBuffer(string: json)) }
+        if let json {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: json))
+        }
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
         return (Int(response.status.code), String(buffer: try await response.body.collect(upTo: 1 << 20)))
     }

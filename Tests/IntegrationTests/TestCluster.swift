@@ -382,6 +382,7 @@ final class TestCluster: Sendable {
     func fault(_ json: String) async throws {
         var request = HTTPClientRequest(url: cloudURL + "/v1/admin/faults")
         request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
         request.body = .bytes(ByteBuffer(string: json))
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
         guard response.status == .noContent else { throw ClusterError("fault \(json): HTTP \(response.status.code)") }
@@ -417,7 +418,30 @@ final class TestCluster: Sendable {
         request.method = method
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
         request.headers.add(contentsOf: headers)
-        if let json { request.body = .bytes(ByteBuffer(string: json)) }
+        if let json {
+            // A body is said to be JSON, unless the test says otherwise.
+            if !headers.contains(where: { $0.0.lowercased() == "content-type" }) {
+                request.headers.add(name: "Content-Type", value: "application/json")
+            }
+            request.body = .bytes(ByteBuffer(string: json))
+        }
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        return (Int(response.status.code), String(buffer: try await response.body.collect(upTo: 1 << 24)))
+    }
+
+    /// A raw REST call with a body of exactly `bytes`, said to be `contentType` (`nil`: no `Content-Type`).
+    func call(
+        _ method: HTTPMethod,
+        _ path: String,
+        bytes: [UInt8],
+        contentType: String? = "application/json",
+        token: String? = nil
+    ) async throws -> (status: Int, body: String) {
+        var request = HTTPClientRequest(url: cloudURL + path)
+        request.method = method
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        if let contentType { request.headers.add(name: "Content-Type", value: contentType) }
+        request.body = .bytes(ByteBuffer(bytes: bytes))
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
         return (Int(response.status.code), String(buffer: try await response.body.collect(upTo: 1 << 24)))
     }
@@ -432,7 +456,10 @@ final class TestCluster: Sendable {
         var request = HTTPClientRequest(url: (baseURL ?? cloudURL) + path)
         request.method = method
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
-        if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: body))
+        }
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
         let bytes = try await response.body.collect(upTo: 1 << 24)
         guard (200..<300).contains(Int(response.status.code)) else {

@@ -13,7 +13,7 @@ struct FaultRoutes: Sendable {
 
     func register(on router: Router<CloudRequestContext>) {
         router.post("/v1/admin/faults") { request, _ -> Response in
-            let body = try await JSONResponse.decode(FaultRequest.self, from: request, limit: 1 << 16)
+            let body = try await JSONResponse.decode(FaultRequest.self, from: request, limit: 1 << 16, shape: .faults)
             faults.apply(body)
             if body.dropConnections == true { hub.dropAll() }
             if body.expireTokens == true { try await auth.expireAll() }

@@ -17,7 +17,7 @@ struct ObjectRoutes: Sendable {
 
     func register(on router: Router<CloudRequestContext>) {
         router.post(RouterPath(CloudPath.login)) { request, context -> Response in
-            let body = try await JSONResponse.decode(LoginRequest.self, from: request, limit: maxBodyBytes)
+            let body = try await JSONResponse.decode(LoginRequest.self, from: request, limit: maxBodyBytes, shape: .login)
             let login: AuthService.LoginOutcome
             do {
                 login = try await auth.login(username: body.username, password: body.password, address: context.peerAddress)
@@ -47,7 +47,7 @@ struct ObjectRoutes: Sendable {
         }
 
         router.post(RouterPath(CloudPath.refresh)) { request, _ -> Response in
-            let body = try await JSONResponse.decode(RefreshRequest.self, from: request, limit: maxBodyBytes)
+            let body = try await JSONResponse.decode(RefreshRequest.self, from: request, limit: maxBodyBytes, shape: .refresh)
             guard let response = try await auth.refresh(body.refreshToken) else {
                 throw CloudHTTPError(
                     .unauthorized,
@@ -100,7 +100,7 @@ struct ObjectRoutes: Sendable {
 
         router.post(RouterPath(CloudPath.readObjects)) { request, _ -> Response in
             let user = try await auth.user(for: request)
-            let body = try await JSONResponse.decode(ReadObjectsRequest.self, from: request, limit: maxBodyBytes)
+            let body = try await JSONResponse.decode(ReadObjectsRequest.self, from: request, limit: maxBodyBytes, shape: .readObjects)
             guard (1...ReadObjectsRequest.maximumKeys).contains(body.keys.count) else {
                 throw CloudHTTPError.badRequest(
                     "keys holds 1 to \(ReadObjectsRequest.maximumKeys) objects, not \(body.keys.count): send several reads"
@@ -145,6 +145,7 @@ struct ObjectRoutes: Sendable {
             let key = try Self.key(context)
             try permissions.check(writer.user, .write, key.collection)
             var ifVersion: Int64?
+            try QueryText.check(request)
             if let text = request.uri.queryParameters["ifVersion"] {
                 guard let version = Int64(text), version >= 0 else {
                     throw CloudHTTPError.badRequest("ifVersion must be a whole number, not \(text)")
@@ -173,8 +174,9 @@ struct ObjectRoutes: Sendable {
         let writer = try await auth.writer(for: request)
         let key = try Self.key(context)
         try permissions.check(writer.user, .write, key.collection)
-        let body = try WriteBody.read(try await JSONResponse.decode(JSONValue.self, from: request, limit: maxBodyBytes))
+        let body = try WriteBody.read(try await RequestBody.value(of: request, limit: maxBodyBytes))
         guard body.data.isObject else { throw CloudHTTPError.badRequest("\"data\" must be \(what)") }
+        try StorableValue.check(body.data, what: "data")
         let idempotency = try Self.idempotencyKey(request, user: writer.user, body: try StoreText.encode(body))
         return try Self.respond(
             try await write(key, change(body.data), ifVersion: body.ifVersion, idempotency: idempotency, by: writer),
@@ -242,6 +244,7 @@ struct ObjectRoutes: Sendable {
     private static func queryRequest(_ request: Request, _ context: CloudRequestContext) throws -> (
         CollectionQuery, PageRequest, Int
     ) {
+        try QueryText.check(request)
         let parameters = request.uri.queryParameters
         let known: Set<String> = ["where", "sort", "limit", "after", "before", "last"]
         if let unknown = parameters.map({ String($0.key) }).first(where: { !known.contains($0) }) {
@@ -257,6 +260,7 @@ struct ObjectRoutes: Sendable {
             }
             // Field names are ASCII (`CollectionQuery.problem` refuses any other), so a dictionary merges none.
             query.where = Dictionary(filters.map { ($0.key, $0.value) }, uniquingKeysWith: { $1 })
+            try StorableValue.check(value, what: "where")
         }
         if let text = parameters["sort"].map(String.init) {
             query.sort = text.hasPrefix("-") ? QuerySort(field: String(text.dropFirst()), descending: true) : QuerySort(field: text)

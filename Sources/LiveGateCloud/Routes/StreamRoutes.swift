@@ -41,7 +41,7 @@ struct StreamRoutes: Sendable {
 
         router.put("/v1/streams/:stream/users/:user/acl") { request, context -> Response in
             let (stream, target) = try await aclRequest(request, context)
-            let acl = try await JSONResponse.decode(StreamACL.self, from: request, limit: 1 << 20)
+            let acl = try await JSONResponse.decode(StreamACL.self, from: request, limit: 1 << 20, shape: .streamACL)
             if let invalid = acl.invalidName {
                 throw CloudHTTPError.badRequest("\"\(invalid)\" is not a user name: 1-128 characters of A-Z a-z 0-9 _ - .")
             }
@@ -56,10 +56,11 @@ struct StreamRoutes: Sendable {
             let body: SendStreamMessageRequest
             do {
                 // The envelope around the message is small: a body far over the limit is refused unread.
-                body = try await JSONResponse.decode(SendStreamMessageRequest.self, from: request, limit: messageLimit + 4096)
+                body = try await JSONResponse.decode(SendStreamMessageRequest.self, from: request, limit: messageLimit + 4096, shape: .streamMessage)
             } catch let error as CloudHTTPError where error.body.error.code == .payloadTooLarge {
                 throw tooLarge(nil)
             }
+            try StorableValue.check(body.message, what: "message")
             let size = try JSONEncoder().encode(body.message).count
             guard size <= messageLimit else { throw tooLarge(size) }
             switch try await store.send(body.message, stream: stream, from: sender, to: recipient) {
