@@ -147,7 +147,7 @@ struct PostgresEventPump: Service {
             await store.runEventPump(
                 after: after,
                 pause: { [faults] in
-                    if let delay = faults?.eventPublicationDelay, delay > .zero { try? await Task.sleep(for: delay) }
+                    if let delay = faults?.eventPublicationDelay { _ = await FaultInjector.wait(delay) }
                 },
                 skip: { seq, collection, id in hub.publishUnheard(seq: seq, collection: collection, id: id) },
                 publish: { seq, event in hub.publish(seq: seq, event: event) }

@@ -92,4 +92,20 @@ import Testing
         let whole = try await cluster.call(.PUT, object, json: #"{"data":{"a":2},"ifVersion":1.0}"#, token: alice)
         #expect(whole.status == 200 && whole.body.contains(#""version":2"#), "ifVersion 1.0: \(whole)")
     }
+
+    /// An injected delay is bounded (an hour), and never holds a stop back: the cloud stops on SIGTERM within
+    /// seconds while a request waits out an hour's delay.
+    @Test func anInjectedDelayIsBoundedAndNeverHoldsAStopBack() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false, cloudArguments: ["--bcrypt-cost", "4"])
+        defer { cluster.stop() }
+        let tooLong = try await cluster.call(.POST, "/v1/admin/faults", json: #"{"delayRequestsMs":9223372036854775807}"#)
+        #expect(tooLong.status == 400 && tooLong.body.contains("delayRequestsMs"), "\(tooLong)")
+        try await cluster.fault(#"{"delayRequestsMs":3600000,"delayRealtimeRequestsMs":3600000}"#)
+        let waiting = Task { try? await cluster.call(.GET, "/v1/collections/notes/objects/x") }
+        try await eventually("the request held by the delay", timeout: .seconds(10)) { cluster.cloudLog.contains("held by an injected delay") }
+        let started = ContinuousClock.now
+        #expect(cluster.stopCloudCleanly(deadline: .seconds(10)) == nil)
+        #expect(ContinuousClock.now - started < .seconds(5), "stopped in \(ContinuousClock.now - started)")
+        _ = await waiting.value
+    }
 }

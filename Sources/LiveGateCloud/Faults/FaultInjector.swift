@@ -1,5 +1,6 @@
 // Licensed under the Apache License, Version 2.0.
 
+import ServiceLifecycle
 import Synchronization
 
 /// Faults a test can switch on through `/v1/admin/faults` (only when the server runs with
@@ -66,6 +67,27 @@ final class FaultInjector: Sendable {
     func clear() {
         state.withLock { $0 = State() }
     }
+
+    /// Waits out an injected delay, or until the server shuts down gracefully (a connection's task hears it as
+    /// its ``ConnectionShutdown``, a service's through ServiceLifecycle) or the task is cancelled: a delay never
+    /// holds a stop (SIGTERM) back. Returns whether the whole delay passed.
+    static func wait(_ delay: Duration) async -> Bool {
+        guard delay > .zero else { return true }
+        let sleeping = Task { try await Task.sleep(for: delay) }
+        return await withTaskCancellationHandler {
+            await ConnectionShutdown.withHandler {
+                await withGracefulShutdownHandler {
+                    (try? await sleeping.value) != nil
+                } onGracefulShutdown: {
+                    sleeping.cancel()
+                }
+            } onShutdown: {
+                sleeping.cancel()
+            }
+        } onCancel: {
+            sleeping.cancel()
+        }
+    }
 }
 
 /// `POST /v1/admin/faults` body; every member is optional and they combine.
@@ -93,4 +115,26 @@ struct FaultRequest: Codable, Sendable {
     var delayStreamAdmissionMs: Int?
     /// Expire every access token now: their next use gets 401 `token_expired`.
     var expireTokens: Bool?
+
+    /// The longest delay or refusal accepted (an hour), and the largest count.
+    static let maximumMilliseconds = 3_600_000
+    static let maximumCount = 1_000_000
+
+    /// What is wrong with the request, if anything: a duration outside 0 ms to an hour, or a count outside
+    /// 0 to a million (a delay of 2^63-1 ms had held a stop back).
+    var problem: String? {
+        let durations: [(String, Int?)] = [
+            ("refuseConnectionsForMs", refuseConnectionsForMs), ("delayRequestsMs", delayRequestsMs),
+            ("delayRealtimeRequestsMs", delayRealtimeRequestsMs), ("delayEventPublicationMs", delayEventPublicationMs),
+            ("delayStreamAdmissionMs", delayStreamAdmissionMs),
+        ]
+        for case (let name, let value?) in durations where !(0...Self.maximumMilliseconds).contains(value) {
+            return "\(name) must be 0 to \(Self.maximumMilliseconds) (an hour), not \(value)"
+        }
+        for case (let name, let value?) in [("failRequests", failRequests), ("loseWriteAnswers", loseWriteAnswers)]
+        where !(0...Self.maximumCount).contains(value) {
+            return "\(name) must be 0 to \(Self.maximumCount), not \(value)"
+        }
+        return nil
+    }
 }

@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdWebSocket
 import LiveCloudAPI
+import Logging
 
 /// `POST|DELETE /v1/admin/faults`, and the middleware that applies REST faults.
 struct FaultRoutes: Sendable {
@@ -14,6 +15,7 @@ struct FaultRoutes: Sendable {
     func register(on router: Router<CloudRequestContext>) {
         router.post("/v1/admin/faults") { request, _ -> Response in
             let body = try await JSONResponse.decode(FaultRequest.self, from: request, limit: 1 << 16, shape: .faults)
+            if let problem = body.problem { throw CloudHTTPError.badRequest(problem) }
             faults.apply(body)
             if body.dropConnections == true { hub.dropAll() }
             if body.expireTokens == true { try await auth.expireAll() }
@@ -36,7 +38,12 @@ struct FaultMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         }
         let (delay, fail) = faults.nextRequest()
-        if delay > .zero { try await Task.sleep(for: delay) }
+        if delay > .zero {
+            context.logger.notice("a request is held by an injected delay", metadata: ["path": "\(path)", "delay": "\(delay)"])
+        }
+        guard await FaultInjector.wait(delay) else {
+            throw CloudHTTPError(.serviceUnavailable, .unavailable, "the server is shutting down: retry on another, or later")
+        }
         if fail {
             throw CloudHTTPError(.serviceUnavailable, .unavailable, "fault injection: this request fails on purpose")
         }

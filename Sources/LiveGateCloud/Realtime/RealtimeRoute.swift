@@ -144,7 +144,7 @@ struct RealtimeRoute: Sendable {
     }
 
     private func handle(_ request: RealtimeClientMessage, from subscriber: RealtimeSubscriber, user: String, logger: Logger) async {
-        if let delay = faults?.realtimeRequestDelay, delay > .zero { try? await Task.sleep(for: delay) }
+        if let delay = faults?.realtimeRequestDelay { _ = await FaultInjector.wait(delay) }
         switch request.op {
         case .subscribe:
             // A stream's ACL is read once the subscription is registered (``RealtimeHub/subscribe(_:to:ref:since:from:admission:)``);
@@ -153,7 +153,7 @@ struct RealtimeRoute: Sendable {
             if case .stream(let stream, let target) = request.topic {
                 admission = { [faults] in
                     let refusal = await streamRefusal(stream, target, to: user, logger: logger)
-                    if let delay = faults?.streamAdmissionDelay, delay > .zero { try? await Task.sleep(for: delay) }
+                    if let delay = faults?.streamAdmissionDelay { _ = await FaultInjector.wait(delay) }
                     return refusal
                 }
             } else if let collection = request.topic.collection, !permissions.allows(user, .read, collection) {
