@@ -235,6 +235,7 @@ let package = Package(
             dependencies: [
                 "LiveGateCloud", "LiveCloudAPI", "LiveJSON", "LiveSQLite", .product(name: "GRDB", package: "GRDB.swift"),
                 server("HummingbirdWebSocket", "hummingbird-websocket"), server("Logging", "swift-log"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
             ],
             swiftSettings: testSettings
         ),

@@ -103,6 +103,8 @@ func buildCloudApplication(
         loginFailuresAllowed: configuration.loginFailuresAllowed,
         store: store
     )
+    let cap = ConnectionCap(limit: configuration.maxConnections ?? ConnectionCap.defaultLimit())
+    logger.info("connections held at most", metadata: ["maxConnections": "\(cap.limit)"])
     let router = Router(context: CloudRequestContext.self, options: .autoGenerateHeadEndpoints)
     router.middlewares.add(AllowedMethodsMiddleware(faultInjection: faults != nil))
     router.middlewares.add(StorageErrorMiddleware())
@@ -115,7 +117,7 @@ func buildCloudApplication(
         on: router
     )
     StreamRoutes(auth: auth, admins: configuration.admins, store: store, messageLimit: configuration.streamMessageLimit).register(on: router)
-    RealtimeRoute(auth: auth, permissions: configuration.permissions, hub: hub, store: store, faults: faults).register(on: router)
+    RealtimeRoute(auth: auth, permissions: configuration.permissions, hub: hub, store: store, faults: faults, cap: cap).register(on: router)
     return Application(
         router: router,
         // Realtime messages up to 1 MiB, in one frame or several (a batch of many subscriptions is one message).
@@ -125,6 +127,7 @@ func buildCloudApplication(
                 http1: .init(idleTimeout: TimeAmount(configuration.idleTimeout)),
                 ws: .init(maxFrameSize: RealtimeClientBatch.maximumBytes)
             ),
+            cap: cap,
             warmUpLogger: logger
         ),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "livegate-cloud"),

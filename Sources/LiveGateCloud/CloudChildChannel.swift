@@ -20,10 +20,13 @@ struct CloudChildChannel: ServerChildChannel {
     /// How long a connection may take to send its first request's head (the idle timeout: Hummingbird's applies
     /// from that head on only).
     let headTimeout: TimeAmount?
+    /// How many connections are held at once, and which gives way (``ConnectionCapHandler``, first of all).
+    let cap: ConnectionCap
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<HTTP1WebSocketUpgradeChannel.Value> {
         channel.eventLoop.makeCompletedFuture {
             try channel.pipeline.syncOperations.addHandler(SilentConnectionCloser(headTimeout: headTimeout), position: .first)
+            try channel.pipeline.syncOperations.addHandler(ConnectionCapHandler(cap: cap), position: .first)
         }.flatMap {
             base.setup(channel: channel, logger: logger)
         }.flatMapThrowing { value in
@@ -58,6 +61,7 @@ extension HTTPServerBuilder {
     static func cloudHTTP1WebSocketUpgrade<WSResponderBuilder: HTTPResponderBuilder & _HB_SendableMetatype>(
         webSocketRouter: WSResponderBuilder,
         configuration: HTTP1WebSocketUpgradeChannel.Configuration,
+        cap: ConnectionCap,
         warmUpLogger: Logger
     ) -> HTTPServerBuilder where WSResponderBuilder.Responder.Context: WebSocketRequestContext {
         let webSocketResponder = webSocketRouter.buildResponder()
@@ -68,7 +72,8 @@ extension HTTPServerBuilder {
             }
             return CloudChildChannel(
                 base: HTTP1WebSocketUpgradeChannel(responder: responder, webSocketResponder: webSocketResponder, configuration: configuration),
-                headTimeout: configuration.http1.idleTimeout
+                headTimeout: configuration.http1.idleTimeout,
+                cap: cap
             )
         }
     }

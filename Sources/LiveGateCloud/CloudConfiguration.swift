@@ -46,6 +46,8 @@ public struct CloudConfiguration: Sendable {
     /// Failed logins of a user name, or from an address, before each further attempt waits (1 s, doubling up to
     /// 5 min; a success clears it); 0: never (see ``LoginThrottle``).
     public var loginFailuresAllowed: Int
+    /// How many connections the server holds at once (``ConnectionCap``); `nil`: the descriptor limit less 256.
+    public var maxConnections: Int?
 
     public init(
         host: String = "127.0.0.1",
@@ -64,7 +66,8 @@ public struct CloudConfiguration: Sendable {
         streams: [String] = [],
         streamMessageLimit: Int = 32 * 1024,
         idleTimeout: Duration = .seconds(60),
-        loginFailuresAllowed: Int = 5
+        loginFailuresAllowed: Int = 5,
+        maxConnections: Int? = nil
     ) {
         self.host = host
         self.port = port
@@ -83,5 +86,6 @@ public struct CloudConfiguration: Sendable {
         self.streamMessageLimit = max(1, streamMessageLimit)
         self.idleTimeout = max(idleTimeout, .milliseconds(100))
         self.loginFailuresAllowed = max(0, loginFailuresAllowed)
+        self.maxConnections = maxConnections.map { max(1, $0) }
     }
 }

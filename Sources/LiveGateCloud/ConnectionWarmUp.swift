@@ -39,7 +39,8 @@ package enum ConnectionWarmUp {
                     .upgrade([:]) { _, _, _ in }
                 }
             ),
-            headTimeout: nil
+            headTimeout: nil,
+            cap: ConnectionCap(limit: 8)  // its own: the warm-up's connections are not the server's
         )
         let plain = "GET /warm-up HTTP/1.1\r\nHost: localhost\r\n\r\n"
         let upgrade =

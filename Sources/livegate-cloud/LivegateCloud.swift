@@ -123,6 +123,12 @@ struct Serve: AsyncParsableCommand {
     )
     var loginFailuresAllowed = 5
 
+    @Option(
+        help:
+            "Connections held at once; one more closes the connection idle longest (a realtime WebSocket never), or is answered 503 when every one is busy. 0: the descriptor limit, raised to its hard limit at start, less 256."
+    )
+    var maxConnections = 0
+
     func run() async throws {
         // Every logger of the process, Hummingbird's per request among them (``CloudLogHandler``).
         LoggingSystem.bootstrap(CloudLogHandler.init(label:))
@@ -143,6 +149,8 @@ struct Serve: AsyncParsableCommand {
         }
         var logger = Logger(label: "livegate-cloud")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        // Before the connection limit is worked out from it (--max-connections 0).
+        ConnectionCap.raiseDescriptorLimit()
         let configuration = CloudConfiguration(
             host: host,
             port: port,
@@ -158,7 +166,8 @@ struct Serve: AsyncParsableCommand {
             streams: streams,
             streamMessageLimit: streamMessageLimit,
             idleTimeout: .milliseconds(Int64(idleTimeout * 1000)),
-            loginFailuresAllowed: loginFailuresAllowed
+            loginFailuresAllowed: loginFailuresAllowed,
+            maxConnections: maxConnections > 0 ? maxConnections : nil
         )
         try await runCloud(configuration, logger: logger) { port in
             // One line on stdout, for scripts and tests that wait for the server.

@@ -14,6 +14,7 @@ struct RealtimeRoute: Sendable {
     let hub: RealtimeHub
     let store: any CloudStore
     let faults: FaultInjector?
+    let cap: ConnectionCap
 
     func register(on router: Router<CloudRequestContext>) {
         router.ws(
@@ -42,6 +43,7 @@ struct RealtimeRoute: Sendable {
                 if faults?.refusesConnections == true {
                     try await refuse(CloudHTTPError(.serviceUnavailable, .unavailable, "fault injection: realtime connections are refused for now"))
                 }
+                cap.markRealtime(context.channel)  // never closed to make room for another connection
                 return .upgrade([:])
             },
             onUpgrade: { inbound, outbound, context in
