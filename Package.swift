@@ -69,6 +69,13 @@ let package = Package(
         .target(name: "LiveCloudAPI", dependencies: ["LiveJSON"], swiftSettings: swiftSettings),
         // Event loops as task executors (the engine's loop, the cloud's PostgreSQL write transactions).
         .target(name: "LiveEventLoops", dependencies: [.product(name: "NIOCore", package: "swift-nio")], swiftSettings: swiftSettings),
+        // What a long-running livegate process does for itself: give freed memory back once it goes idle (the
+        // daemon, the cloud).
+        .target(
+            name: "LiveProcess",
+            dependencies: [server("ServiceLifecycle", "swift-service-lifecycle"), server("Logging", "swift-log")],
+            swiftSettings: swiftSettings
+        ),
         // SQLite's WAL checkpointed beside its writer (the engine's cache, the cloud's store).
         .target(
             name: "LiveSQLite",
@@ -115,6 +122,7 @@ let package = Package(
             name: "LiveGateDaemon",
             dependencies: [
                 "LiveGateConfig", "LiveGateProtocol", "LiveSDK", "LiveGateSystemd", "LiveJSON", "LiveCloudAPI", "LiveChangeSet", "LiveGateVersion",
+                "LiveProcess",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -161,7 +169,7 @@ let package = Package(
         .target(
             name: "LiveGateCloud",
             dependencies: [
-                "LiveCloudAPI", "LiveJSON", "LiveSQLite", "LiveEventLoops",
+                "LiveCloudAPI", "LiveJSON", "LiveSQLite", "LiveEventLoops", "LiveProcess",
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -254,6 +262,7 @@ let package = Package(
             ],
             swiftSettings: testSettings
         ),
+        .testTarget(name: "LiveProcessTests", dependencies: ["LiveProcess"], swiftSettings: testSettings),
         .testTarget(
             name: "LiveGateDaemonTests",
             dependencies: [

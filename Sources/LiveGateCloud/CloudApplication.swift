@@ -3,6 +3,7 @@
 import Hummingbird
 import HummingbirdWebSocket
 import LiveCloudAPI
+import LiveProcess
 import Logging
 import NIOCore
 import PostgresNIO
@@ -131,7 +132,8 @@ func buildCloudApplication(
             warmUpLogger: logger
         ),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "livegate-cloud"),
-        services: services,
+        // Freed memory given back once a burst is over (glibc keeps it in its arenas: twice the idle size stayed).
+        services: services + [MemoryTrimService(logger: logger)],
         onServerRunning: { channel in await onListening(channel.localAddress?.port ?? configuration.port) },
         logger: logger
     )

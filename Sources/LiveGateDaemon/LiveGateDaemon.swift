@@ -1,6 +1,7 @@
 // Licensed under the Apache License, Version 2.0.
 
 import LiveGateSystemd
+import LiveProcess
 import LiveSDK
 import Logging
 import NIOCore
@@ -83,7 +84,6 @@ extension EngineService: CustomStringConvertible { var description: String { "En
 extension ReloadService: CustomStringConvertible { var description: String { "ReloadService" } }
 extension IPCServer: CustomStringConvertible { var description: String { "IPCServer" } }
 extension SystemdStatusService: CustomStringConvertible { var description: String { "SystemdStatusService" } }
-extension MemoryTrimService: CustomStringConvertible { var description: String { "MemoryTrimService" } }
 
 /// Runs the engine until graceful shutdown, then closes the cache and stops the engine's event loop.
 struct EngineService: Service {

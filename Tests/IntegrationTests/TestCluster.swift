@@ -253,6 +253,7 @@ final class TestCluster: Sendable {
 
     /// The daemon's process id, while it runs.
     var daemonPID: Int32? { daemon.withLock { $0?.processIdentifier } }
+    var cloudPID: Int32 { cloud.withLock { $0.processIdentifier } }
 
     /// Sends `signal` to the daemon.
     func signalDaemon(_ signal: Int32) {

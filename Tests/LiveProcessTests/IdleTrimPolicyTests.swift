@@ -1,9 +1,9 @@
 // Licensed under the Apache License, Version 2.0.
 
-import LiveGateDaemon
+import LiveProcess
 import Testing
 
-/// When the daemon gives freed memory back: once per quiet spell that follows work, never while it works,
+/// When a process (the daemon, the cloud) gives freed memory back: once per quiet spell that follows work, never while it works,
 /// never while it was quiet all along.
 @Suite struct IdleTrimPolicyTests {
     @Test func trimsOnceAfterTwoQuietSecondsThatFollowWork() {

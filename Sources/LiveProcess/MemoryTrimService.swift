@@ -12,14 +12,14 @@ import ServiceLifecycle
 @_silgen_name("malloc_trim")
 private func mallocTrim(_ pad: Int) -> CInt
 
-/// When to give freed memory back to the kernel: once the daemon, busy since it last did, has been idle for
+/// When to give freed memory back to the kernel: once the process, busy since it last did, has been idle for
 /// `idleFor` (under `idleShare` of a core). Pure; ``MemoryTrimService`` samples the CPU time and acts.
 ///
-/// A burst to many clients allocates hundreds of megabytes (queued notifications, chunks, encoder buffers)
-/// and frees them when the clients catch up, but glibc keeps freed memory in its arenas (one per thread
-/// that allocated, up to 8 per core): the RSS stayed at its peak (618 MiB after six bursts, idle 38 MiB).
-/// `malloc_trim(0)` hands the free pages of every arena back; it walks them, so it runs once per quiet
-/// spell, never while the daemon works.
+/// A burst allocates hundreds of megabytes (the daemon's queued notifications, chunks and encoder buffers; the
+/// cloud's requests, connections and query results) and frees them when it is over, but glibc keeps freed memory
+/// in its arenas (one per thread that allocated, up to 8 per core): the daemon's RSS stayed at its peak (618 MiB
+/// after six bursts, idle 38 MiB), the cloud's at twice its idle size. `malloc_trim(0)` hands the free pages of
+/// every arena back; it walks them, so it runs once per quiet spell, never while the process works.
 package struct IdleTrimPolicy: Sendable, Equatable {
     var idleShare = 0.02
     var idleFor: Duration = .seconds(2)
@@ -45,11 +45,17 @@ package struct IdleTrimPolicy: Sendable, Equatable {
 
 /// Samples the process's CPU time every second and trims the allocator's free memory when
 /// ``IdleTrimPolicy`` says so; logs (debug) what it gave back.
-struct MemoryTrimService: Service {
+package struct MemoryTrimService: Service, CustomStringConvertible {
     let logger: Logger
     var interval: Duration = .seconds(1)
 
-    func run() async throws {
+    package init(logger: Logger) {
+        self.logger = logger
+    }
+
+    package var description: String { "MemoryTrimService" }
+
+    package func run() async throws {
         var policy = IdleTrimPolicy()
         var lastCPU = Self.cpuSeconds()
         var lastAt = ContinuousClock.now
