@@ -160,6 +160,8 @@ public struct CloudErrorCode: RawRepresentable, Codable, Sendable, Hashable, Cus
     public static let payloadTooLarge = Self(rawValue: "payload_too_large")
     /// A request with a body did not say `Content-Type: application/json`: 415.
     public static let unsupportedMediaType = Self(rawValue: "unsupported_media_type")
+    /// The request line (its URL) is over 8 KiB: 414.
+    public static let uriTooLong = Self(rawValue: "uri_too_long")
     /// The server cannot serve now (fault injection, shutting down); retry later.
     public static let unavailable = Self(rawValue: "unavailable")
     /// Anything the server could not handle; details are in the server's log only.

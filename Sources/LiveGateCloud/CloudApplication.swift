@@ -107,6 +107,7 @@ func buildCloudApplication(
     let cap = ConnectionCap(limit: configuration.maxConnections ?? ConnectionCap.defaultLimit())
     logger.info("connections held at most", metadata: ["maxConnections": "\(cap.limit)"])
     let router = Router(context: CloudRequestContext.self, options: .autoGenerateHeadEndpoints)
+    router.middlewares.add(RequestLineMiddleware())
     router.middlewares.add(AllowedMethodsMiddleware(faultInjection: faults != nil))
     router.middlewares.add(StorageErrorMiddleware())
     if let faults {

@@ -26,6 +26,7 @@ struct CloudChildChannel: ServerChildChannel {
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<HTTP1WebSocketUpgradeChannel.Value> {
         channel.eventLoop.makeCompletedFuture {
             try channel.pipeline.syncOperations.addHandler(SilentConnectionCloser(headTimeout: headTimeout), position: .first)
+            try channel.pipeline.syncOperations.addHandler(FirstRequestLineLimiter(), position: .first)
             try channel.pipeline.syncOperations.addHandler(ConnectionCapHandler(cap: cap), position: .first)
         }.flatMap {
             base.setup(channel: channel, logger: logger)

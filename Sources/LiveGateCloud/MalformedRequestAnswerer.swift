@@ -5,9 +5,10 @@ import NIOCore
 import NIOHTTP1
 
 /// Answers a request NIO's HTTP parser refused, then closes the connection: 501 for a method name HTTP does not
-/// define, 431 for a head over the parser's limits (a header or a URL too long), 400 for anything else malformed (a
-/// control character in a header, a raw byte the request line may not hold). Without it such a connection got no
-/// answer and stayed open (the parser's error reached no handler that answers).
+/// define, 431 for a head over the parser's limit of 80 KiB (headers too long; a URL too long is answered 414
+/// before, by ``FirstRequestLineLimiter``), 400 for anything else malformed (a control character in a header, a raw
+/// byte the request line may not hold). Without it such a connection got no answer and stayed open (the parser's
+/// error reached no handler that answers).
 ///
 /// It sits last in the connection's pipeline when it is set up; the answer is written through
 /// ``SilentConnectionCloser``, first in the pipeline, so it goes to the socket as it is, past the HTTP encoder.
@@ -39,7 +40,7 @@ final class MalformedRequestAnswerer: ChannelInboundHandler, RemovableChannelHan
         case .invalidMethod:
             return (.notImplemented, "unknown request method: livegate-cloud answers GET, HEAD, OPTIONS, POST, PUT, PATCH and DELETE")
         case .headerOverflow:
-            return (.requestHeaderFieldsTooLarge, "the request's head (its URL and headers) is over the server's limit")
+            return (.requestHeaderFieldsTooLarge, "the request's headers are over the server's limit")
         default:
             return (.badRequest, "malformed HTTP request (\(error)); see Protocol/cloud")
         }
