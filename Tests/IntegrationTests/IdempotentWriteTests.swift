@@ -50,6 +50,24 @@ import Testing
         #expect(!entity.deleted && entity.version == 1 && entity.data == ["a": 1, "n": 1_000_000.0])
     }
 
+    /// The same request sent again while the first is still being applied (a client that gave up waiting and
+    /// retried) waits for it and gets its answer: 20 at once, one write applied, the same answer for each (the
+    /// IETF draft allows a 409 instead; waiting tells the client the outcome).
+    @Test func aRetryWhileTheFirstIsInFlightGetsItsAnswer() async throws {
+        let cluster = try await TestCluster.start(startDaemon: false)
+        defer { cluster.stop() }
+        let token = try await cluster.login()
+        let note = CloudPath.object(EntityKey(collection: "notes", id: "flight"))
+        let answers = try await withThrowingTaskGroup(of: (status: Int, body: String).self) { group in
+            for _ in 0..<20 {
+                group.addTask { try await self.write(cluster, .PUT, note, json: #"{"data":{"n":1},"ifVersion":0}"#, token: token, key: "flight-1") }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(answers.allSatisfy { $0.status == 201 && $0.body == answers[0].body }, "\(Set(answers.map { "\($0.status) \($0.body)" }))")
+        #expect(try await cluster.get("notes", "flight").version == 1, "applied once")
+    }
+
     @Test func aRepeatedKeyIsAnsweredWithTheFirstOutcomeAndAppliesNothing() async throws {
         let cluster = try await TestCluster.start(startDaemon: false)
         defer { cluster.stop() }
