@@ -90,9 +90,8 @@ package final class ConnectionOutbox: Sendable {
     }
 
     private let state = Mutex(State())
-    /// A closure kept in a struct: a closure stored directly as a `Mutex`'s value is re-wrapped in a pair
-    /// of reabstraction thunks at every `withLock` (the `inout` write-back), so calling it gets slower with
-    /// every access — measured at 11,000 nested thunks after a benchmark's worth of wake-ups.
+    /// A closure kept in a struct. A closure stored directly as a `Mutex`'s value is wrapped again in a pair of
+    /// reabstraction thunks at every `withLock` (the `inout` write-back), so each call would cost more than the last.
     private struct Callback {
         let run: @Sendable () -> Void
     }

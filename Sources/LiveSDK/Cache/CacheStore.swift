@@ -32,18 +32,17 @@ package final class CacheStore: Sendable {
     private let checkpointer: WALCheckpointer
     /// The version each evicted object had, by key, until the object is stored again: a realtime event older than
     /// it (a topic replaying what was missed, after the cache had a newer copy from a write's answer or another
-    /// topic) is then not taken for the newest copy. Without it, eviction forgot the newer version and a window
-    /// showed the replayed older copy (checker seed 4268631748165352, bound 38). Touched only inside the cache's
-    /// write transactions, so in their order. Bounded (``evictedVersionsLimit``): emptied when full. Kept in the
+    /// topic) is then not taken for the newest copy, so eviction never lets a window show an older copy again.
+    /// Touched only inside the cache's write transactions, so in their order. Bounded (``evictedVersionsLimit``): emptied when full. Kept in the
     /// `evictedVersion` table too, in the same transactions, and read back at open: a restarted engine resumes a
     /// collection topic from its checkpoint, whose replay can bring such an older event as well.
     private let evictedVersions = Mutex<[EntityKey: Int64]>([:])
     static let evictedVersionsLimit = 100_000
     /// Whether the `checkpoint` table may hold an object topic's checkpoint (one kept apart from its row: see
     /// ``saveCheckpoint(_:_:in:)``): read at open, set before such a row is written, never cleared. While it is
-    /// not, ``starts(of:)`` reads the rows alone, without looking each one's topic up in the table (~0.5 µs a
-    /// row, a few percent of a burst's cached answers; the table holds none unless a fetch found an object older
-    /// than the copy held, or the object's event came before the object).
+    /// not, ``starts(of:)`` reads the rows alone, without looking each one's topic up in the table. The table
+    /// holds none unless a fetch found an object older than the copy held, or the object's event came before
+    /// the object.
     private let objectCheckpointsApart = Atomic<Bool>(true)
     /// Whether ``close()`` was called.
     private let closed = Atomic<Bool>(false)

@@ -275,14 +275,12 @@ extension LiveClient {
             collectionFetching.remove(window)
             // The page's objects go to the cache before the window shows them: the cache is what tells a
             // realtime event that an older copy arrives late (a resumed object topic replaying what the page
-            // already holds), and such a copy must not place the object in the window again (checker seed
-            // 4268631748165352: i0 v6 shown after the page had brought v7).
+            // already holds), and such a copy must not place the object in the window again.
             await storeEntities(result.items, of: window)
             // The page read may hold items the window holds too (they moved since it was read): the page's
-            // copies are the newer ones; the whole is put in the query's order. The window's items as they are
-            // now, after the store: changes applied while it ran are in them (checker seed 612860758580243: i6
-            // v26 then v27, heard while the page was stored and read past by the page, were lost to a copy of
-            // the items taken before, and i6 v25 came back).
+            // copies are the newer ones; the whole is put in the query's order. The window's items are taken as
+            // they are now, after the store, so the changes applied while it ran are in them (a copy taken
+            // before would lose them and bring an older version back).
             let fetchedIDs = Set(result.items.map(\.id))
             let query = window.query
             let items = (observation.confirmed.items.filter { !fetchedIDs.contains($0.id) } + result.items).sorted {
@@ -430,9 +428,8 @@ extension LiveClient {
         // The read may be newer than the realtime events applied so far (after a reconnection they follow
         // it): another window of the collection holding an older copy of one of its objects takes the newer
         // one (uncounted: its own events count it), so that a token moving from this window to another (a
-        // page more, or back to one) never sees an item go back (checker seed 1692897492354930: i13 v465 in
-        // one page, v464 in the two-page window a token then moved to). Only held items: one another window
-        // lacks may have left it by a newer event than this read, and must not come back.
+        // page more, or back to one) never sees an item go back. Only held items: one another window lacks
+        // may have left it by a newer event than this read, and must not come back.
         for (other, otherObservation) in collectionObservations where other != window && other.query.collection == window.query.collection {
             let held = Dictionary(otherObservation.confirmed.items.map { ($0.id, $0.version) }, uniquingKeysWith: max)
             for entity in items where (held[entity.id].map { $0 < entity.version } ?? false) {
@@ -560,9 +557,8 @@ extension LiveClient {
     func resyncCollections(of collection: String) {
         for (window, observation) in collectionObservations where window.query.collection == collection {
             logger.notice("resync: continuity with the cloud could not be proven", metadata: ["query": "\(window.query.canonicalText)"])
-            // A window resuming from its stored result gets no replay now: the fetch replaces it (checker
-            // seed 1750640614684479: left waiting for a replay that never came, a window never asked for the
-            // refill that would have corrected its count).
+            // A window resuming from its stored result gets no replay now: the fetch replaces it. Left waiting
+            // for that replay, the window would never ask for the refill that corrects its count.
             if collectionsCatchingUp.remove(window) != nil {
                 observation.apply { state in
                     state.resumeAbandoned()

@@ -135,8 +135,7 @@ extension LiveClient {
                     logger.debug("removing a confirmed write from the outbox failed", metadata: ["key": "\(entry.key)", "error": "\(error)"])
                 }
                 observations[entry.key]?.apply { $0.writeConfirmed(entry.id, entity) }
-                // An older copy places nothing: in a window a newer event moved the object out of, it would
-                // come back (checker seed 3861602640903470: i21 back at v200 after v201 left the window).
+                // An older copy places nothing: a window a newer event moved the object out of never takes it back.
                 collectionsChanged(entity, placing: newest)
                 await pendingChanged(entry.key)
                 await releaseHeldChanges()

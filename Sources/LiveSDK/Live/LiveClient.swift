@@ -774,9 +774,8 @@ public actor LiveClient {
 
     /// Counts stores into the cache toward its size bound, and asks for an eviction pass when one is due
     /// (``EvictionPacing``). The pass runs beside the engine's other work (``evictOverBound()``), never in the path
-    /// of the event or the answer that stored: counting the cache and collecting every observed object's key there
-    /// cost ~1 ms a pass at 10,000 observed objects, after every 64 events (the many-updates run with
-    /// `cache-max-entities` set: p99 218-418 ms against 67-106 ms without).
+    /// of the event or the answer that stored: a pass counts the cache and collects every observed object's key,
+    /// which grows with the objects observed.
     func cacheStored(_ count: Int, fromRealtime: Bool = false) {
         askForEviction(.stored(count: count, fromRealtime: fromRealtime))
     }

@@ -300,8 +300,7 @@ public struct LiveCollectionState: Sendable {
     /// not when the cache held a newer copy (`placing` false), nor when the fetch's read (as of event `readAt`)
     /// came after it (event `seq`) — the read holds the object as of then, or later — unless the items hold an
     /// older copy of it (`heldVersions`, by id): one the read did not hold, kept from before, as a page beyond
-    /// the window keeps the items it had (checker seed 612860758580243: a change read past was dropped, and
-    /// the older copy the window had kept stayed).
+    /// the window keeps the items it had. So no change is dropped and no older copy stays.
     public static func placesOverFetch(
         _ entity: Entity,
         placing: Bool,

@@ -191,8 +191,8 @@ public struct LiveObjectState: Sendable {
     public mutating func writeConfirmed(_ id: Int64, _ entity: Entity) -> LiveObjectChange? {
         pending.removeAll { $0.id == id }
         // Confirmed while a resumption replays silently: observers see the confirmation now, so the rest of
-        // the replay is told to them change by change (told once at its end, it would skip the versions
-        // between the confirmation and the end: the live-semantics checker's seed 699712025).
+        // the replay is told to them change by change. Told once at its end, it would skip the versions
+        // between the confirmation and the end.
         catchingUp = false
         if let change = remoteChanged(entity) { return change }
         return commit(confirmed)  // an event already brought this version: only the pending mark goes
