@@ -58,6 +58,8 @@ struct Bench: AsyncParsableCommand {
     var turnsBurst = 10_000
     @Option(help: "How many turns runs (each, then their medians).") var turnsRuns = 5
     @Flag(help: "Only the turns runs.") var turnsOnly = false
+    @Flag(help: "Only the cloud's logins: an unknown user's time against a wrong password's, and 300 logins beside another client's GETs.")
+    var loginsOnly = false
     @Flag(help: "Skip the turns runs.") var skipTurns = false
     @Flag(help: "Only the in-process figures: a change set's computation and a realtime event's decoding (no processes started).")
     var changeSetsOnly = false
@@ -142,6 +144,10 @@ struct Bench: AsyncParsableCommand {
         }
         if turnsOnly {
             try await measureTurns(directory: directory + "/turns", bin: bin)
+            return
+        }
+        if loginsOnly {
+            try await measureLogins(directory: directory + "/logins", bin: bin)
             return
         }
         if spreadOnly {
