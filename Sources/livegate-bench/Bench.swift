@@ -513,21 +513,30 @@ struct Bench: AsyncParsableCommand {
     /// A real livegate-cloud (on SQLite in `directory` unless `storage` says otherwise) with one user
     /// (bench), and a signed-in access token.
     func startCloud(directory: String, bin: String, storage: [String]? = nil) async throws -> (cloud: Child, base: String, access: String) {
+        let (cloud, base) = try await launchCloud(
+            directory: directory,
+            bin: bin,
+            arguments: ["--bcrypt-cost", "4"] + (storage ?? ["--database", directory + "/cloud.sqlite"])
+        )
+        let login = try await httpJSON(.POST, base + CloudPath.login, #"{"username":"bench","password":"bench-password"}"#, token: nil)
+        return (cloud, base, try JSONDecoder().decode(LoginResponse.self, from: login).accessToken)
+    }
+
+    /// A livegate-cloud with `arguments` and one user (bench, its password in clear), on a port of its own.
+    func launchCloud(directory: String, bin: String, arguments: [String]) async throws -> (cloud: Child, base: String) {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try "bench:bench-password\n".write(toFile: directory + "/users", atomically: true, encoding: .utf8)
         let output = Pipe()
         let cloud = try Child(
             "livegate-cloud",
             bin + "/livegate-cloud",
-            ["--port", "0", "--users-file", directory + "/users", "--bcrypt-cost", "4"] + (storage ?? ["--database", directory + "/cloud.sqlite"]),
+            ["--port", "0", "--users-file", directory + "/users"] + arguments,
             log: directory + "/cloud.log",
             stdout: output
         )
         let line = try await awaitLine(output, containing: "listening on")
-        guard let cloudPort = line.split(separator: ":").last.flatMap({ Int($0) }) else { throw BenchError("no port in \(line)") }
-        let base = "http://127.0.0.1:\(cloudPort)"
-        let login = try await httpJSON(.POST, base + CloudPath.login, #"{"username":"bench","password":"bench-password"}"#, token: nil)
-        return (cloud, base, try JSONDecoder().decode(LoginResponse.self, from: login).accessToken)
+        guard let port = line.split(separator: ":").last.flatMap({ Int($0) }) else { throw BenchError("no port in \(line)") }
+        return (cloud, "http://127.0.0.1:\(port)")
     }
 
     /// Two rows: writes one after another, then 64 writers at once (group commit shares their transactions;

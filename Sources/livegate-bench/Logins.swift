@@ -17,19 +17,7 @@ extension Bench {
 
     /// A cloud with the default settings and the user bench (its password hashed at the default cost at start).
     private func startDefaultCloud(directory: String, bin: String) async throws -> (cloud: Child, base: String) {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        try "bench:bench-password\n".write(toFile: directory + "/users", atomically: true, encoding: .utf8)
-        let output = Pipe()
-        let cloud = try Child(
-            "livegate-cloud",
-            bin + "/livegate-cloud",
-            ["--port", "0", "--users-file", directory + "/users", "--database", directory + "/cloud.sqlite"],
-            log: directory + "/cloud.log",
-            stdout: output
-        )
-        let line = try await awaitLine(output, containing: "listening on")
-        guard let port = line.split(separator: ":").last.flatMap({ Int($0) }) else { throw BenchError("no port in \(line)") }
-        return (cloud, "http://127.0.0.1:\(port)")
+        try await launchCloud(directory: directory, bin: bin, arguments: ["--database", directory + "/cloud.sqlite"])
     }
 
     /// One login on a connection of its own: its status and its time in milliseconds.
