@@ -12,9 +12,12 @@ import Synchronization
 /// still being answered. With none to close, the new connection is answered 503 and closed
 /// (``ConnectionCapHandler``).
 ///
-/// So thousands of idle or silent connections (clients that keep spares, a scan, a slow attack) never keep a new
-/// request out: nginx does the same with its keep-alive connections when `worker_connections` runs out. The limit
-/// stays below the descriptor limit, so `accept` never fails for want of one.
+/// So thousands of idle or silent connections (clients that keep spares, a scan, a flood of connections that say
+/// nothing) never keep a new request out: nginx does the same with its keep-alive connections when
+/// `worker_connections` runs out. The default limit stays below the descriptor limit, so `accept` never fails for
+/// want of one. Not a defence against a client that keeps as many requests under way as the limit (heads sent a
+/// byte at a time): those count as busy while bytes keep coming within the idle timeout, and new connections
+/// meanwhile get 503.
 package final class ConnectionCap: Sendable {
     /// A connection as the cap sees it.
     private struct Entry {
@@ -54,7 +57,8 @@ package final class ConnectionCap: Sendable {
         let (admission, victim) = state.withLock { state -> (Admission, (any Channel)?) in
             var victim: (any Channel)?
             if state.entries.count >= limit {
-                let idle = state.entries.filter { !$0.value.realtime && $0.value.answered }.min { $0.value.lastRead < $1.value.lastRead }
+                // One pass, no copy: this runs for every connection beyond the limit, in the flood it is for.
+                let idle = state.entries.lazy.filter { !$0.value.realtime && $0.value.answered }.min { $0.value.lastRead < $1.value.lastRead }
                 guard let idle else {
                     state.refused += 1
                     return (.refused, nil)
@@ -163,7 +167,8 @@ final class ConnectionCapHandler: ChannelDuplexHandler, RemovableChannelHandler 
                 "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n"
                     + "Retry-After: 1\r\nConnection: close\r\n\r\n\(body)"
             )
-            context.writeAndFlush(wrapOutboundOut(response)).whenComplete { _ in context.close(promise: nil) }
+            let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            context.writeAndFlush(wrapOutboundOut(response)).whenComplete { _ in loopBound.value.close(promise: nil) }
         }
     }
 
@@ -181,6 +186,11 @@ final class ConnectionCapHandler: ChannelDuplexHandler, RemovableChannelHandler 
 
     func channelInactive(context: ChannelHandlerContext) {
         if standing == .admitted { cap.closed(context.channel) }
+        standing = .refused  // counted no more
         context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        if standing == .admitted { cap.closed(context.channel) }
     }
 }

@@ -3,7 +3,7 @@
 import Synchronization
 
 /// The server's graceful shutdown as one connection's handlers hear it: the realtime route closes its WebSocket
-/// on it (1001, with the reason), and nothing else does.
+/// on it (1001, with the reason), and an injected fault's wait ends on it (``FaultInjector/wait(_:)``).
 ///
 /// ``CloudChildChannel`` handles each connection in a task that does not inherit ServiceLifecycle's graceful
 /// shutdown, and triggers this instead. Had it inherited it, swift-websocket's `WebSocketHandler` would, on

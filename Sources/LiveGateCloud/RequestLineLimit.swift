@@ -48,14 +48,17 @@ final class FirstRequestLineLimiter: ChannelInboundHandler, RemovableChannelHand
         response.writeString("HTTP/1.1 414 URI Too Long\r\nContent-Type: application/json\r\nContent-Length: \(body.readableBytes)\r\n")
         response.writeString("Connection: close\r\n\r\n")
         response.writeBuffer(&body)
-        context.writeAndFlush(NIOAny(response)).whenComplete { _ in context.close(promise: nil) }
+        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        context.writeAndFlush(NIOAny(response)).whenComplete { _ in loopBound.value.close(promise: nil) }
     }
 }
 
-/// A request line over ``RequestLineLimit/bytes`` after a connection's first (NIO's parser reads up to 80 KiB): 414.
+/// A request line over ``RequestLineLimit/bytes`` after a connection's first: 414 (NIO's parser reads lines up to its
+/// 80 KiB head limit; a longer one is its 431).
 struct RequestLineMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard request.uri.description.utf8.count + request.method.rawValue.utf8.count + 10 <= RequestLineLimit.bytes else {
+        // The line as the first line's limiter counts it: method, space, target, " HTTP/1.1\r".
+        guard request.method.rawValue.utf8.count + 1 + request.uri.description.utf8.count + 10 <= RequestLineLimit.bytes else {
             throw CloudHTTPError(.uriTooLong, .uriTooLong, RequestLineLimit.message)
         }
         return try await next(request, context)
