@@ -89,8 +89,13 @@ import Testing
             let answer = try await cluster.call(.PUT, object, json: json, token: alice)
             #expect(answer.status == 400 && answer.body.contains("U+0000"), "\(json): \(answer)")
         }
+        // A + is a plus sign (RFC 3986): a form encoder's + for a space is refused with a hint, not read as a space.
+        let plus = try await cluster.call(.GET, "/v1/collections/notes/objects?where=%7B%22a%22%3A+1%7D", token: alice)
+        #expect(plus.status == 400 && plus.body.contains("plus sign"), "\(plus)")
         let whole = try await cluster.call(.PUT, object, json: #"{"data":{"a":2},"ifVersion":1.0}"#, token: alice)
         #expect(whole.status == 200 && whole.body.contains(#""version":2"#), "ifVersion 1.0: \(whole)")
+        let deleted = try await cluster.call(.DELETE, object + "?ifVersion=2.0", token: alice)
+        #expect(deleted.status == 200, "a query's ifVersion 2.0 is 2, as a body's: \(deleted)")
     }
 
     /// An injected delay is bounded (an hour), and never holds a stop back: the cloud stops on SIGTERM within

@@ -147,7 +147,8 @@ struct ObjectRoutes: Sendable {
             var ifVersion: Int64?
             try QueryText.check(request)
             if let text = request.uri.queryParameters["ifVersion"] {
-                guard let version = Int64(text), version >= 0 else {
+                // A whole number, as in a body (`3.0` is 3).
+                guard let number = try? JSONNumber(validating: String(text)), let version = number.integerValue(Int64.self), version >= 0 else {
                     throw CloudHTTPError.badRequest("ifVersion must be a whole number, not \(text)")
                 }
                 ifVersion = version
@@ -256,7 +257,9 @@ struct ObjectRoutes: Sendable {
             guard let value = try? JSONValue(parsing: String(text)),
                 case .object(let filters) = value
             else {
-                throw CloudHTTPError.badRequest("where must be a JSON object of field names and values, like {\"channel\":\"c1\"}")
+                // A form encoder writes a space as "+", which the query keeps as a plus sign (RFC 3986).
+                let hint = text.contains("+") ? " (a + in the query is a plus sign: encode a space as %20)" : ""
+                throw CloudHTTPError.badRequest("where must be a JSON object of field names and values, like {\"channel\":\"c1\"}\(hint)")
             }
             // Field names are ASCII (`CollectionQuery.problem` refuses any other), so a dictionary merges none.
             query.where = Dictionary(filters.map { ($0.key, $0.value) }, uniquingKeysWith: { $1 })
