@@ -64,7 +64,8 @@ public struct CollectionQuery: Hashable, Sendable, Codable {
             case (.null, .null): continue
             case (.bool(let a), .bool(let b)) where a == b: continue
             case (.number(let a), .number(let b)) where a.compareValue(b) == 0: continue
-            case (.string(let a), .string(let b)) where a == b: continue
+            // By code units, as both stores compare: Swift's == is canonical equivalence (NFC equals NFD).
+            case (.string(let a), .string(let b)) where a.utf8.elementsEqual(b.utf8): continue
             default: return false
             }
         }
@@ -156,7 +157,7 @@ public struct QueryPosition: Hashable, Sendable, Codable {
             if ordered != 0 { return ordered < 0 }
         case 2:
             let (a, b) = (textForOrdering, other.textForOrdering)
-            if a != b { return a.utf8.lexicographicallyPrecedes(b.utf8) }
+            if !a.utf8.elementsEqual(b.utf8) { return a.utf8.lexicographicallyPrecedes(b.utf8) }
         default: break
         }
         return id.utf8.lexicographicallyPrecedes(other.id.utf8)

@@ -135,6 +135,23 @@ import Testing
         #expect((1 as JSONNumber) != (try JSONNumber(validating: "1.0")))
     }
 
+    /// Strings in a filter and an order compare by code units, as both stores do: "é" (U+00E9) and "é" (e + U+0301)
+    /// are different values (Swift's == calls them equal).
+    @Test func queriesMatchAndOrderStringsByCodeUnits() throws {
+        func entity(_ id: String, _ text: String) -> Entity {
+            Entity(collection: "c", id: id, version: 1, data: ["s": .string(text)], createdAt: "", updatedAt: "", deleted: false)
+        }
+        let (composed, decomposed) = ("caf\u{E9}", "cafe\u{301}")
+        #expect(composed == decomposed, "Swift's String equality, which the query must not use")
+        let query = CollectionQuery(collection: "c", where: ["s": .string(composed)])
+        #expect(query.matches(entity("a", composed)))
+        #expect(!query.matches(entity("b", decomposed)))
+        let sorted = CollectionQuery(collection: "c", sort: QuerySort(field: "s"))
+        // By bytes: "cafe\u{301}" (63 61 66 65 cc 81) before "caf\u{E9}" (63 61 66 c3 a9), whatever the ids.
+        #expect(sorted.areInIncreasingOrder(sorted.position(of: entity("z", decomposed)), sorted.position(of: entity("a", composed))))
+        #expect(!sorted.areInIncreasingOrder(sorted.position(of: entity("a", composed)), sorted.position(of: entity("z", decomposed))))
+    }
+
     @Test func queriesMatchAndOrderNumbersExactly() throws {
         func entity(_ id: String, _ n: String) throws -> Entity {
             Entity(collection: "c", id: id, version: 1, data: try JSONValue(parsing: #"{"n":\#(n)}"#), createdAt: "", updatedAt: "", deleted: false)
