@@ -104,7 +104,7 @@ func buildCloudApplication(
         loginFailuresAllowed: configuration.loginFailuresAllowed,
         store: store
     )
-    let cap = ConnectionCap(limit: configuration.maxConnections ?? ConnectionCap.defaultLimit())
+    let cap = ConnectionCap(limit: configuration.maxConnections ?? ConnectionCap.defaultLimit(), logger: logger)
     logger.info("connections held at most", metadata: ["maxConnections": "\(cap.limit)"])
     let router = Router(context: CloudRequestContext.self, options: .autoGenerateHeadEndpoints)
     router.middlewares.add(RequestLineMiddleware())

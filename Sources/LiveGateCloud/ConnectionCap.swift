@@ -1,5 +1,6 @@
 // Licensed under the Apache License, Version 2.0.
 
+import Logging
 import NIOCore
 import Synchronization
 
@@ -34,13 +35,19 @@ package final class ConnectionCap: Sendable {
         var entries: [ObjectIdentifier: Entry] = [:]
         var closedForRoom = 0
         var refused = 0
+        /// When the cap last said in the log that it was full, and the counts it said then.
+        var lastReport: NIODeadline?
+        var reported = (closedForRoom: 0, refused: 0)
     }
 
     package let limit: Int
     private let state = Mutex(State())
+    /// Where the cap says, at most once a minute, that it was full (`nil`: nowhere).
+    private let logger: Logger?
 
-    package init(limit: Int) {
+    package init(limit: Int, logger: Logger? = nil) {
         self.limit = max(1, limit)
+        self.logger = logger
     }
 
     /// What became of a new connection.
@@ -54,23 +61,38 @@ package final class ConnectionCap: Sendable {
 
     /// A new connection, at `now`.
     package func admit(_ channel: any Channel, now: NIODeadline = .now()) -> Admission {
-        let (admission, victim) = state.withLock { state -> (Admission, (any Channel)?) in
-            var victim: (any Channel)?
-            if state.entries.count >= limit {
-                // One pass, no copy: this runs for every connection beyond the limit, in the flood it is for.
-                let idle = state.entries.lazy.filter { !$0.value.realtime && $0.value.answered }.min { $0.value.lastRead < $1.value.lastRead }
-                guard let idle else {
-                    state.refused += 1
-                    return (.refused, nil)
-                }
+        let (admission, victim, report) = state.withLock { state -> (Admission, (any Channel)?, (closed: Int, refused: Int)?) in
+            guard state.entries.count >= limit else {
+                state.entries[ObjectIdentifier(channel)] = Entry(channel: channel, lastRead: now, answered: true)
+                return (.admitted, nil, nil)
+            }
+            let idle = state.entries.lazy.filter { !$0.value.realtime && $0.value.answered }.min { $0.value.lastRead < $1.value.lastRead }
+            if let idle {
                 state.entries[idle.key] = nil
                 state.closedForRoom += 1
-                victim = idle.value.channel
+                state.entries[ObjectIdentifier(channel)] = Entry(channel: channel, lastRead: now, answered: true)
+            } else {
+                state.refused += 1
             }
-            state.entries[ObjectIdentifier(channel)] = Entry(channel: channel, lastRead: now, answered: true)
-            return (victim == nil ? .admitted : .admittedInPlaceOfIdle, victim)
+            // Full: said in the log at most once a minute, with what was done since it was last said.
+            var report: (closed: Int, refused: Int)?
+            if state.lastReport.map({ now - $0 >= .minutes(1) }) ?? true {
+                report = (state.closedForRoom - state.reported.closedForRoom, state.refused - state.reported.refused)
+                state.lastReport = now
+                state.reported = (state.closedForRoom, state.refused)
+            }
+            return idle.map { (.admittedInPlaceOfIdle, $0.value.channel, report) } ?? (.refused, nil, report)
         }
         victim?.close(promise: nil)
+        if let report {
+            logger?.warning(
+                "connections at the limit: the idle longest are closed to make room, new ones refused when every one is busy",
+                metadata: [
+                    "maxConnections": "\(limit)", "closedForRoomSinceLastSaid": "\(report.closed)",
+                    "refusedSinceLastSaid": "\(report.refused)",
+                ]
+            )
+        }
         return admission
     }
 

@@ -76,6 +76,9 @@ import Testing
         var buffer = [UInt8](repeating: 0, count: 64)
         let count = read(stalled, &buffer, buffer.count)
         #expect(count > 0 && String(decoding: buffer[0..<max(count, 0)], as: UTF8.self).hasPrefix("HTTP/1.1 200"))
+        // The log says the cap was reached, once (at most once a minute), not once per connection closed.
+        let said = cluster.cloudLog.components(separatedBy: "connections at the limit").count - 1
+        #expect(said == 1, "said \(said) times")
         // The daemon's realtime WebSocket stayed: still one connection, never made again.
         #expect(try await cluster.stats().connections == 1)
         let established = cluster.daemonLog.components(separatedBy: "realtime connection to the cloud established").count - 1
