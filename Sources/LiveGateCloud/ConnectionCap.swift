@@ -161,6 +161,9 @@ final class ConnectionCapHandler: ChannelDuplexHandler, RemovableChannelHandler 
     private let cap: ConnectionCap
     private enum Standing { case unknown, admitted, refused }
     private var standing = Standing.unknown
+    /// Whether bytes were read since the last write: only then does a write tell the cap (a WebSocket's stream of
+    /// frames takes its lock once per message it reads, not once per frame it sends).
+    private var readSinceWrite = false
 
     init(cap: ConnectionCap) {
         self.cap = cap
@@ -198,11 +201,15 @@ final class ConnectionCapHandler: ChannelDuplexHandler, RemovableChannelHandler 
         admit(context)
         guard standing == .admitted else { return }  // refused: its answer is on the way, and it closes
         cap.read(context.channel)
+        readSinceWrite = true
         context.fireChannelRead(data)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if standing == .admitted { cap.wrote(context.channel) }
+        if readSinceWrite, standing == .admitted {
+            readSinceWrite = false
+            cap.wrote(context.channel)
+        }
         context.write(data, promise: promise)
     }
 

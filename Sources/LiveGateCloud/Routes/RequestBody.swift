@@ -99,6 +99,7 @@ indirect enum BodyShape: Sendable {
 }
 
 extension BodyShape {
+    static let write = object(["data": .any, "ifVersion": .any])
     static let login = object(["username": .any, "password": .any])
     static let refresh = object(["refreshToken": .any])
     static let readObjects = object(["keys": .array(.object(["collection": .any, "id": .any]))])

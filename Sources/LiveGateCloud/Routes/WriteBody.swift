@@ -12,9 +12,7 @@ enum WriteBody {
         guard let members = value.objectValue else {
             throw CloudHTTPError.badRequest(#"the request body must be a JSON object: {"data": {…}, "ifVersion": n}"#)
         }
-        if let unknown = members.keys.first(where: { $0 != "data" && $0 != "ifVersion" }) {
-            throw CloudHTTPError.badRequest(#"the request body has an unknown member "\#(unknown)": it takes "data" and "ifVersion" only"#)
-        }
+        try BodyShape.write.check(value)
         guard let data = members["data"] else { throw CloudHTTPError.badRequest(#"the request body lacks the member "data""#) }
         var ifVersion: Int64?
         if let condition = members["ifVersion"] {
