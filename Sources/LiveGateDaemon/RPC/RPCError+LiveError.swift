@@ -18,7 +18,8 @@ extension RPCError {
         case .notFound:
             self.init(code: .notFound, message: error.message)
         case .notPermitted:
-            self.init(code: .notPermitted, message: "\(error.message) (the cloud's permissions for the daemon's user)")
+            // The engine's message says the cloud refused, and the cloud's says who may not do what: said once.
+            self.init(code: .notPermitted, message: error.message)
         case .versionConflict:
             self.init(
                 code: .versionConflict,

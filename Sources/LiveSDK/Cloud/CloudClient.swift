@@ -226,7 +226,9 @@ package struct CloudClient: Sendable {
         let detail = parsed?.error.message ?? "HTTP \(status.code)"
         switch (status, parsed?.error.code) {
         case (.forbidden, _):
-            return LiveError(code: .notPermitted, message: "the cloud refused the \(what): \(detail)")
+            // The cloud's reason names who may not do what; the request is named only when it gave none.
+            let message = parsed.map { "the cloud refused: \($0.error.message)" } ?? "the cloud refused the \(what): \(detail)"
+            return LiveError(code: .notPermitted, message: message)
         case (.unauthorized, _):
             return LiveError(code: .unauthenticated, message: "the cloud refused the \(what): \(detail)")
         case (.notFound, _):
