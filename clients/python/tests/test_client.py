@@ -5,13 +5,16 @@ daemon restart, end to end, through the blocking and the asyncio APIs."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import os
 import shutil
 import socket
+import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import TypedDict
 
 import pytest
 from conftest import Stack, wait_until
@@ -203,6 +206,14 @@ def test_errors_carry_the_daemons_code_and_message(stack: Stack) -> None:
         with pytest.raises(livegate.MethodNotFound):
             daemon.request("object.frobnicate", {})
         assert daemon.delete("notes", "e1") == 2
+        # The cloud's refusal, said once: who may not do what, and what to change.
+        with pytest.raises(livegate.NotPermitted) as refused:
+            daemon.send("songs", "bob", "hi")
+        message = refused.value.message
+        assert message == (
+            "the cloud refused: tester may not send to bob on the stream songs: "
+            "bob's ACL does not list tester among its publishers"
+        ), message
 
 
 def test_a_released_observation_ends_its_token(stack: Stack) -> None:
@@ -216,6 +227,79 @@ def test_a_released_observation_ends_its_token(stack: Stack) -> None:
         del note
         gc.collect()
         wait_until("the released token to end", lambda: daemon.stats()["tokens"] == 0, timeout=10)
+
+
+def test_one_thread_follows_several_observations_in_the_order_their_states_arrived(stack: Stack) -> None:
+    """``select`` waits for the next state of any of several observations; ``each`` iterates them all, each state
+    with its observation, until every one has ended (one closed, the others go on)."""
+    stack.remote_put("notes", "s1", {"n": 1})
+    stack.remote_put("notes", "s2", {"n": 1})
+    with livegate.Client(stack.socket, client="pytest") as daemon:
+        one = daemon.observe_object("notes", "s1")
+        two = daemon.observe_object("notes", "s2")
+        window = daemon.observe_collection("notes", sort="n", page_size=5)
+        one.wait_for(lambda s: s.loading_status == "loaded")
+        two.wait_for(lambda s: s.loading_status == "loaded")
+        window.wait_for(lambda s: s.loading_status == "loaded" and len(s.items) == 2)
+        with pytest.raises(TimeoutError):
+            daemon.select([one, two], timeout=0.2)  # every state so far read: nothing new
+
+        stack.remote_put("notes", "s2", {"n": 2})
+        observation, state = daemon.select([one, two], timeout=10)
+        assert observation is two and state.version == 2
+        stack.remote_put("notes", "s1", {"n": 2})
+        observation, state = daemon.select([one, two], timeout=10)
+        assert observation is one and state.version == 2
+
+        # Arrival order across observations: s2's v3, then s1's v3 (each awaited, so their order is known).
+        stack.remote_put("notes", "s2", {"n": 3})
+        two.wait_for(lambda s: s.version == 3)
+        stack.remote_put("notes", "s1", {"n": 3})
+        one.wait_for(lambda s: s.version == 3)
+        stack.remote_put("notes", "s2", {"n": 4})
+        stack.remote_put("notes", "s1", {"n": 4})
+        one.wait_for(lambda s: s.version == 4)
+        two.wait_for(lambda s: s.version == 4)
+        # Those were read by wait_for; the window's states were not: each() gives them, then ends with them all.
+        seen: list[tuple[str, int]] = []
+        one.close()
+        two.close()
+        for observation, state in daemon.each(one, two, window):
+            assert observation is window and isinstance(state, CollectionState)
+            seen.append(("window", len(state.items)))
+            if [item.data["n"] for item in state.items] == [4, 4]:
+                window.close()
+        assert seen and seen[-1] == ("window", 2), seen
+        with pytest.raises(StopIteration):
+            daemon.select([one, two, window], timeout=1)
+
+
+def test_typed_data_through_a_dataclass_or_a_typed_dict(stack: Stack) -> None:
+    @dataclasses.dataclass
+    class Note:
+        text: str
+        likes: int = 0
+
+    class NoteDict(TypedDict):
+        text: str
+
+    stack.remote_put("notes", "t1", {"text": "hello", "extra": True})
+    with livegate.Client(stack.socket, client="pytest") as daemon:
+        with daemon.observe_object("notes", "t1") as note:
+            state = note.wait_for(lambda s: s.data_status == "fresh")
+            assert state.data_as(Note) == Note(text="hello")  # a member the class does not name is left out
+            typed: NoteDict | None = state.data_as(NoteDict)
+            assert typed == {"text": "hello", "extra": True}
+        with daemon.observe_object("notes", "none") as absent:
+            assert absent.wait_for(lambda s: s.loading_status == "loaded").data_as(Note) is None
+    stack.remote_put("notes", "t2", {"title": "no text"})
+    with livegate.Client(stack.socket, client="pytest") as daemon:
+        with daemon.observe_object("notes", "t2") as wrong:
+            state = wrong.wait_for(lambda s: s.data_status == "fresh")
+            with pytest.raises(TypeError, match=r"notes/t2 v1 is not a Note: it lacks text"):
+                state.data_as(Note)
+            with pytest.raises(TypeError, match=r"notes/t2 v1 is not a NoteDict: it lacks text"):
+                state.data_as(NoteDict)
 
 
 def test_a_refused_connection_says_so(stack: Stack) -> None:
@@ -286,6 +370,29 @@ def test_asyncio_collection_window_follows_changes_pending_writes_and_a_restart(
                 for state in states:  # every state this client built matches the daemon's size and order rules
                     assert len(state.items) <= 4
                 assert window.mismatches == 0
+
+    asyncio.run(run())
+
+
+def test_a_feed_iterated_after_an_await_still_starts_with_ready(stack: Stack) -> None:
+    """The events before the first listener are kept for it: ``ready`` may arrive with the subscription's answer,
+    before the app's ``async for`` begins."""
+
+    async def run() -> None:
+        async with await livegate.aio.Client.connect(stack.socket, client="pytest") as daemon:
+            async with await daemon.subscribe_feed("notes") as feed:
+                # The feed's ready arrives while the app awaits something else (requests until it has).
+                for _ in range(3000):
+                    if feed.latest is not None:
+                        break
+                    await daemon.stats()
+                assert feed.latest is not None and feed.latest.event == "ready", "no ready within 3000 round trips"
+                events = feed.__aiter__()
+                first = await asyncio.wait_for(events.__anext__(), 30)
+                assert first.event == "ready", first
+                await daemon.update("notes", "f1", {"n": 1})
+                change = await asyncio.wait_for(events.__anext__(), 30)
+                assert change.event == "next" and change.snapshot is not None and change.snapshot.id == "f1", change
 
     asyncio.run(run())
 
@@ -375,3 +482,35 @@ def test_no_socket_fails_at_once_and_errors_say_their_cause_once(tmp_path: Path)
     with pytest.raises(livegate.DaemonUnavailable) as refused:
         livegate.Client(stale, timeout=0.5)
     assert refused.value.message.count("is not reachable") == 1, refused.value.message
+
+
+def test_installs_into_a_virtual_environment_writing_nothing_into_the_checkout(tmp_path: Path) -> None:
+    """README: ``pip install ./clients/python`` into a virtual environment; the build (flit_core) writes nothing into
+    the source tree, so a read-only checkout installs. Offline here: the venv sees Debian's flit_core."""
+    source = Path(__file__).resolve().parents[1]
+    checkout = tmp_path / "checkout"
+    shutil.copytree(source, checkout, ignore=shutil.ignore_patterns(".mypy_cache", "__pycache__", ".pytest_cache"))
+
+    def tree() -> dict[str, float]:
+        return {str(path.relative_to(checkout)): path.stat().st_mtime for path in checkout.rglob("*")}
+
+    before = tree()
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}  # the venv's own livegate
+    venv = tmp_path / "venv"
+    subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    subprocess.run(
+        [str(venv / "bin" / "pip"), "install", "--quiet", "--no-build-isolation", "--no-index", str(checkout)],
+        check=True,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert tree() == before, "the install wrote into the checkout"
+    where = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import livegate; print(livegate.__file__)"],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    ).stdout.strip()
+    assert where.startswith(str(venv)), where

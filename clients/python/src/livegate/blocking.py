@@ -9,15 +9,19 @@
         with daemon.observe_object("notes", "n1") as note:
             for state in note:
                 print(state.version, state.data, state.loading_status)
+
+One thread can follow several observations: :meth:`Client.each` iterates their states in the order they arrived,
+:meth:`Client.select` waits for the next one of any.
 """
 
 from __future__ import annotations
 
 import asyncio
-import queue
+import itertools
 import threading
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections import deque
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from typing import Any, Generic, Self, TypeVar
 
 from . import aio
@@ -41,6 +45,10 @@ class Client:
         self, socket: str | None = None, client: str = "python", timeout: float = 10.0, request_wait: float = 10.0
     ) -> None:
         self._loop = asyncio.new_event_loop()
+        # Guards every observation's inbox: a thread waits on it for one observation (``next``) or several
+        # (``select``); arrivals are numbered, so states of several observations are read in the order they came.
+        self._arrived = threading.Condition()
+        self._arrivals = itertools.count()
         self._thread = threading.Thread(target=self._loop.run_forever, name="livegate-client", daemon=True)
         self._thread.start()
         try:
@@ -180,26 +188,85 @@ class Client:
     def follow(self, stream: str, user: str) -> BlockingObservation[StreamEvent]:
         return self._observe(BlockingObservation, self._client.follow(stream, user))
 
-    def _observe(self, kind: Callable[[Client, Any, queue.Queue[Any]], R], observing: Coroutine[Any, Any, Any]) -> R:
-        inbox: queue.Queue[Any] = queue.Queue()
+    def select(
+        self, observations: Iterable[BlockingObservation[Any]], timeout: float | None = None
+    ) -> tuple[BlockingObservation[Any], Any]:
+        """The next state not read yet of any of ``observations`` (the one that arrived first), with its observation:
+        one thread waits on many, as :func:`select.select` does on files. Raises :class:`TimeoutError` after
+        ``timeout`` seconds, :class:`StopIteration` when every one has ended, or the error of one the daemon ended
+        (it then counts as ended; call again for the others)."""
+        watched = list(observations)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._arrived:
+            while True:
+                waiting = [observation for observation in watched if observation._inbox.items]
+                if waiting:
+                    first = min(waiting, key=lambda observation: observation._inbox.items[0][0])
+                    try:
+                        return first, first._inbox.take()
+                    except StopIteration:
+                        continue  # it was closed: the others go on
+                if all(observation._inbox.ended is not None for observation in watched):
+                    raise StopIteration
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise TimeoutError(f"no new state of {len(watched)} observations within {timeout} s")
+                self._arrived.wait(remaining)
+
+    def each(self, *observations: BlockingObservation[Any]) -> Iterator[tuple[BlockingObservation[Any], Any]]:
+        """The states of several observations, each with its observation, in the order they arrived (each one's state
+        now first), until every one has ended. Raises the error of one the daemon ended."""
+        while True:
+            try:
+                yield self.select(observations)
+            except StopIteration:
+                return
+
+    def _observe(self, kind: Callable[[Client, Any, _Inbox], R], observing: Coroutine[Any, Any, Any]) -> R:
+        inbox = _Inbox(self._arrived, self._arrivals)
 
         async def observe() -> Any:
             observation = await observing
-            observation.add_listener(inbox.put)  # in the same loop step: no state is missed
+            observation._add_listener(inbox.arrive)  # in the same loop step: no state is missed
             return observation
 
         return kind(self, self._call(observe()), inbox)
+
+
+class _Inbox:
+    """An observation's states not read yet, numbered as they arrived (across the client's observations), guarded
+    by the client's condition. The observation's listener holds it, not the blocking observation: releasing that one
+    still ends the token."""
+
+    def __init__(self, arrived: threading.Condition, arrivals: Iterator[int]) -> None:
+        self.arrived = arrived
+        self.arrivals = arrivals
+        self.items: deque[tuple[int, Any]] = deque()
+        self.ended: _End | None = None
+
+    def arrive(self, item: Any) -> None:
+        """On the client's loop: a state (or the end) arrived."""
+        with self.arrived:
+            self.items.append((next(self.arrivals), item))
+            self.arrived.notify_all()
+
+    def take(self) -> Any:
+        """The oldest state (the condition held); the end is raised: the observation's error, or StopIteration."""
+        _, item = self.items.popleft()
+        if isinstance(item, _End):
+            self.ended = item
+            raise item.error or StopIteration
+        return item
 
 
 class BlockingObservation(Generic[S]):
     """An observation's states, read from any thread: ``latest``, iteration (the state now, then each later one,
     until it ends), :meth:`next` and :meth:`wait_for`. Ends with :meth:`close`, ``with``, or when released."""
 
-    def __init__(self, owner: Client, observation: Observation[S], inbox: queue.Queue[Any]) -> None:
+    def __init__(self, owner: Client, observation: Observation[S], inbox: _Inbox) -> None:
         self._owner = owner
         self._observation = observation
         self._inbox = inbox
-        self._ended: _End | None = None
 
     @property
     def latest(self) -> S | None:
@@ -213,16 +280,17 @@ class BlockingObservation(Generic[S]):
     def next(self, timeout: float | None = None) -> S:
         """The next state not read yet. Raises :class:`TimeoutError` after ``timeout`` seconds, :class:`StopIteration`
         when the observation ended, or its error when the daemon refused it."""
-        if self._ended is not None:
-            raise self._ended.error or StopIteration
-        try:
-            item = self._inbox.get(timeout=timeout)
-        except queue.Empty:
-            raise TimeoutError(f"no new state within {timeout} s") from None
-        if isinstance(item, _End):
-            self._ended = item
-            raise item.error or StopIteration
-        return item  # type: ignore[no-any-return]
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._owner._arrived:
+            while not self._inbox.items:
+                if self._inbox.ended is not None:
+                    raise self._inbox.ended.error or StopIteration
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise TimeoutError(f"no new state within {timeout} s")
+                self._owner._arrived.wait(remaining)
+            state: S = self._inbox.take()
+            return state
 
     def __iter__(self) -> Iterator[S]:
         while True:

@@ -80,7 +80,7 @@ class _StateIterator(Generic[S]):
 
     def __init__(self, observation: Observation[S]) -> None:
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
-        self._remove = observation.add_listener(self._queue.put_nowait)
+        self._remove = observation._add_listener(self._queue.put_nowait)
 
     def __aiter__(self) -> _StateIterator[S]:
         return self
@@ -136,7 +136,7 @@ class Observation(Generic[S]):
 
     # Delivery
 
-    def add_listener(self, listener: Listener) -> Callable[[], None]:
+    def _add_listener(self, listener: Listener) -> Callable[[], None]:
         """Calls ``listener`` (on the event loop) with the state now, if any, then with every later one; with an
         :class:`_End` when the observation ends. Returns a function that removes it."""
         if self.latest is not None:
@@ -161,7 +161,7 @@ class Observation(Generic[S]):
             else:
                 callback(item)
 
-        return self.add_listener(listener)
+        return self._add_listener(listener)
 
     def _emit(self, state: S) -> None:
         self.latest = state
@@ -185,7 +185,7 @@ class Observation(Generic[S]):
             elif predicate(item):
                 future.set_result(item)
 
-        remove = self.add_listener(check)
+        remove = self._add_listener(check)
         try:
             return await asyncio.wait_for(future, timeout)
         finally:
@@ -448,12 +448,33 @@ class LiveCollection(Observation[CollectionState]):
 
 class _Events(Observation[S]):
     """An observation of events rather than states: a listener hears the events after it was added (``latest`` is
-    the last one), so iterate it from the start to see them all."""
+    the last one). The events that arrive before the first listener (the iteration an app starts right after
+    subscribing, or ``on_change``) are kept for it, up to :attr:`EARLY_EVENTS`; beyond that the oldest give way to a
+    resync event, so a subscription's start (``ready``) is never missed and a loss never silent."""
 
-    def add_listener(self, listener: Listener) -> Callable[[], None]:
+    EARLY_EVENTS = 10_000
+
+    def __init__(self, client: Client, params: dict[str, Any], once: bool = False) -> None:
+        super().__init__(client, params, once)
+        self._early: list[S] | None = []
+
+    def _emit(self, state: S) -> None:
+        if self._early is not None:
+            if len(self._early) >= self.EARLY_EVENTS:
+                self._early = [self._resync_event()]
+            self._early.append(state)
+        super()._emit(state)
+
+    def _resync_event(self) -> S:
+        raise NotImplementedError
+
+    def _add_listener(self, listener: Listener) -> Callable[[], None]:
+        early, self._early = self._early or [], None
         latest, self.latest = self.latest, None
         try:
-            return super().add_listener(listener)
+            for event in early:
+                listener(event)
+            return super()._add_listener(listener)
         finally:
             self.latest = latest
 
@@ -470,6 +491,9 @@ class Feed(_Events[FeedEvent]):
 
     def _resumed(self) -> None:
         self._emit(FeedEvent(event="resync"))
+
+    def _resync_event(self) -> FeedEvent:
+        return FeedEvent(event="resync")
 
 
 class StreamListener(_Events[StreamEvent]):
@@ -489,6 +513,9 @@ class StreamListener(_Events[StreamEvent]):
 
     def _resumed(self) -> None:
         self._emit(StreamEvent(resync=True))
+
+    def _resync_event(self) -> StreamEvent:
+        return StreamEvent(resync=True)
 
 
 __all__ = ["Observation", "LiveObject", "LiveCollection", "Feed", "StreamListener"]

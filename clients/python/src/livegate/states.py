@@ -4,13 +4,16 @@
 from __future__ import annotations
 
 import dataclasses
+import typing
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, cast
 
 from .changeset import ChangeSet
 from .errors import LiveGateError, error_from
 
 
+
+T = TypeVar("T")
 
 DataStatus = Literal["notExist", "local", "fresh", "error"]
 """Where an observation's data comes from: none (``notExist``), the daemon's cache (``local``), the cloud (``fresh``)."""
@@ -27,6 +30,12 @@ class Snapshot:
     data: Any
     updated_at: str | None = None
 
+    def data_as(self, kind: type[T]) -> T:
+        """The data as the caller's type: a dataclass (built from the members its fields name; others are left out)
+        or a ``TypedDict`` (the same dict, checked to hold its required keys). Raises :class:`TypeError` naming the
+        object and what is missing when the data does not fit."""
+        return _data_as(self.data, kind, f"{self.collection}/{self.id} v{self.version}")
+
     @classmethod
     def from_json(cls, value: Any) -> Snapshot:
         return cls(
@@ -36,6 +45,28 @@ class Snapshot:
             data=value.get("data"),
             updated_at=value.get("updatedAt"),
         )
+
+
+def _data_as(data: Any, kind: type[T], what: str) -> T:
+    if not isinstance(data, dict):
+        raise TypeError(f"the data of {what} is not an object, so not a {kind.__name__}: {data!r}")
+    if typing.is_typeddict(kind):
+        required: frozenset[str] = getattr(kind, "__required_keys__", frozenset())
+        missing = sorted(required - data.keys())
+        if missing:
+            raise TypeError(f"the data of {what} is not a {kind.__name__}: it lacks {', '.join(missing)}")
+        return cast(T, data)
+    if dataclasses.is_dataclass(kind):
+        fields = [f for f in dataclasses.fields(kind) if f.init]
+        missing = [
+            f.name
+            for f in fields
+            if f.name not in data and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        ]
+        if missing:
+            raise TypeError(f"the data of {what} is not a {kind.__name__}: it lacks {', '.join(missing)}")
+        return kind(**{f.name: data[f.name] for f in fields if f.name in data})
+    raise TypeError(f"{kind.__name__} is neither a dataclass nor a TypedDict")
 
 
 def _snapshot_or_none(value: Any) -> Snapshot | None:
@@ -67,6 +98,10 @@ class ObjectState:
     @property
     def version(self) -> int | None:
         return None if self.snapshot is None else self.snapshot.version
+
+    def data_as(self, kind: type[T]) -> T | None:
+        """The data as the caller's dataclass or ``TypedDict`` (:meth:`Snapshot.data_as`); ``None`` with no snapshot."""
+        return None if self.snapshot is None else self.snapshot.data_as(kind)
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> ObjectState:
