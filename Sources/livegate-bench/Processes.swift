@@ -116,29 +116,40 @@ func awaitLine(_ pipe: Pipe, containing marker: String, timeout: Duration = .sec
 /// pool that end do so after seconds asleep, so with little or nothing of the span measured).
 struct CPUClock {
     let pid: Int32
+    /// Which of schedstat's counts: 0 the time on a CPU, 1 the time runnable but waiting for one.
+    private let field: Int
     private let start: [Substring: UInt64]
 
     init(pid: Int32) {
-        self.pid = pid
-        start = Self.perThread(pid)
+        self.init(pid: pid, field: 0)
     }
 
-    /// Nanoseconds on a CPU so far, by thread id.
-    private static func perThread(_ pid: Int32) -> [Substring: UInt64] {
+    private init(pid: Int32, field: Int) {
+        self.pid = pid
+        self.field = field
+        start = Self.perThread(pid, field: field)
+    }
+
+    /// A clock of the time the process's threads spent runnable, waiting for a CPU (schedstat's run-queue wait):
+    /// what an oversubscribed machine adds to a request's latency.
+    static func runQueueWait(pid: Int32) -> CPUClock { CPUClock(pid: pid, field: 1) }
+
+    /// Nanoseconds of the count so far, by thread id.
+    private static func perThread(_ pid: Int32, field: Int) -> [Substring: UInt64] {
         guard let threads = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return [:] }
         var times: [Substring: UInt64] = [:]
         for thread in threads {
             guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(thread)/schedstat", encoding: .utf8),
-                let first = stat.split(separator: " ").first, let nanoseconds = UInt64(first)
+                case let counts = stat.split(separator: " "), counts.count > field, let nanoseconds = UInt64(counts[field])
             else { continue }
             times[Substring(thread)] = nanoseconds
         }
         return times
     }
 
-    /// CPU seconds since the clock was made, over every thread alive now (one born since counts from zero).
+    /// Seconds of the count since the clock was made, over every thread alive now (one born since counts from zero).
     var seconds: Double {
-        let now = Self.perThread(pid)
+        let now = Self.perThread(pid, field: field)
         let nanoseconds = now.reduce(UInt64(0)) { sum, thread in sum + (thread.value &- (start[thread.key] ?? 0)) }
         return Double(nanoseconds) / 1e9
     }

@@ -40,6 +40,10 @@ extension Bench {
             }
             let done = Atomic(false)
             let cpu = daemon.child.cpuClock
+            // Where the machine's time goes meanwhile: every process's CPU and the daemon's threads' wait for one.
+            let cloudCPU = cloud.cpuClock
+            let benchCPU = CPUClock(pid: getpid())
+            let daemonWait = CPUClock.runQueueWait(pid: daemon.child.pid)
             let started = DispatchTime.now().uptimeNanoseconds
             async let besideTimes = pinger.paced(ping, until: #""method":"object.changed""#, every: .milliseconds(2)) { _ in
                 done.load(ordering: .relaxed)
@@ -65,6 +69,7 @@ extension Bench {
             let arrivals = pool.receptions[0].markerArrivals
             let last = arrivals.first { $0.count >= turnsBurst }?.at ?? DispatchTime.now().uptimeNanoseconds
             let cpuSeconds = cpu.seconds
+            let others = (cloud: cloudCPU.seconds * 1e3, bench: benchCPU.seconds * 1e3, wait: daemonWait.seconds * 1e3)
             done.store(true, ordering: .relaxed)
             let beside = try await besideTimes
             await pool.close()
@@ -78,8 +83,11 @@ extension Bench {
             }
             let row = (burst: Double(last &- started) / 1e6, cpu: cpuSeconds * 1e3, idle: idle, beside: beside)
             runs.append(row)
+            let busy = (row.cpu + others.cloud + others.bench) / row.burst
             say(
-                "  run \(run): all \(turnsBurst) loaded after \(format(row.burst)) ms (daemon CPU \(format(row.cpu)) ms); "
+                "  run \(run): all \(turnsBurst) loaded after \(format(row.burst)) ms (CPU: daemon \(format(row.cpu)), "
+                    + "cloud \(format(others.cloud)), bench \(format(others.bench)) ms, \(format(busy)) cores busy of "
+                    + "\(ProcessInfo.processInfo.activeProcessorCount); the daemon's threads waited \(format(others.wait)) ms for a CPU); "
                     + "the other connection's round trip idle p50 \(format(idle.p50)) / p99 \(format(idle.p99)) ms (\(idle.count)), "
                     + "beside the burst p50 \(format(beside.p50)) / p99 \(format(beside.p99)) ms (\(beside.count))"
             )
@@ -115,9 +123,13 @@ final class RoundTripper: Sendable {
     private let channel: any Channel
     private let lines: LineInbox
 
+    /// The round trips' own thread: on the shared loops, a round trip's answer waited behind the burst's
+    /// thousands of notifications read on the same loop, and the bench measured itself.
+    private static let loop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+
     static func connect(socketPath: String) async throws -> RoundTripper {
         let inbox = LineInbox()
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let channel = try await ClientBootstrap(group: Self.loop)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(LineSplitter(inbox: inbox)) }
             }
