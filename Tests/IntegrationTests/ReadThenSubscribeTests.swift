@@ -20,7 +20,7 @@ import Testing
             try await eventually("the engine's realtime link") { await engine.connectionStatus == .connected }
             try await cluster.fault(#"{"delayRequestsMs":600}"#)
             let first = await engine.object(collection: "posts", id: "r1").observe { _ in }
-            try await eventually("the first observation's read sent") { await !engine.fetchWaiters.isEmpty }
+            try await eventually("the first observation's read sent") { await !engine.fetchBatches.waiters.isEmpty }
             first.invalidate()
             try await eventually("the first observation released") { await engine.observations[key] == nil }
             let changes = Received<LiveObjectChange>()

@@ -2,6 +2,14 @@
 
 import LiveCloudAPI
 
+/// The batched reads' bookkeeping: who waits for which read, in the order asked, and how many requests fly.
+package struct FetchBatches {
+    package var waiters: [Int: LiveClient.FetchWaiter] = [:]
+    var queue: [Int] = []
+    var nextWaiter = 0
+    var requestsRunning = 0
+}
+
 /// Fetches of objects, batched: a fetch asked for while the engine's fetch requests are all in flight waits
 /// for the next one, which carries every fetch asked for meanwhile (up to the cloud's batch limit) in one
 /// request (`POST /v1/objects/read`). One fetch alone goes out at once, as a `GET`: batching adds no latency,
@@ -35,16 +43,16 @@ extension LiveClient {
         _ key: EntityKey,
         checkpoint: (topic: Topic, seq: Int64)?
     ) async throws(LiveError) -> (entity: Entity?, readAt: Int64?, storeFailure: LiveError?) {
-        nextFetchWaiter += 1
-        let id = nextFetchWaiter
+        fetchBatches.nextWaiter += 1
+        let id = fetchBatches.nextWaiter
         let outcome = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<FetchOutcome, Never>) in
                 guard !Task.isCancelled else {
                     continuation.resume(returning: (.failure(Self.fetchCancelled(key)), nil, nil))
                     return
                 }
-                fetchWaiters[id] = FetchWaiter(key: key, checkpoint: checkpoint, continuation: continuation)
-                fetchQueue.append(id)
+                fetchBatches.waiters[id] = FetchWaiter(key: key, checkpoint: checkpoint, continuation: continuation)
+                fetchBatches.queue.append(id)
                 startFetchRequests()
             }
         } onCancel: {
@@ -58,25 +66,25 @@ extension LiveClient {
     }
 
     private func cancelFetch(_ id: Int) {
-        guard let waiter = fetchWaiters.removeValueShrinking(forKey: id) else { return }
+        guard let waiter = fetchBatches.waiters.removeValueShrinking(forKey: id) else { return }
         waiter.continuation.resume(returning: (.failure(Self.fetchCancelled(waiter.key)), nil, nil))
     }
 
     private func startFetchRequests() {
-        while fetchRequestsRunning < Self.fetchRequestsInFlight, !fetchQueue.isEmpty {
-            fetchRequestsRunning += 1
+        while fetchBatches.requestsRunning < Self.fetchRequestsInFlight, !fetchBatches.queue.isEmpty {
+            fetchBatches.requestsRunning += 1
             Task { await self.sendFetchRequests() }
         }
     }
 
     /// Sends what is queued, one request after another, until nothing is.
     private func sendFetchRequests() async {
-        defer { fetchRequestsRunning -= 1 }
-        while !fetchQueue.isEmpty {
-            let ids = fetchQueue.prefix(ReadObjectsRequest.maximumKeys)
-            fetchQueue.removeFirst(ids.count)
-            if fetchQueue.isEmpty { fetchQueue = [] }  // the storage a burst grew it to, given back
-            let batch = ids.compactMap { id in fetchWaiters[id].map { (id, $0.key, $0.checkpoint) } }
+        defer { fetchBatches.requestsRunning -= 1 }
+        while !fetchBatches.queue.isEmpty {
+            let ids = fetchBatches.queue.prefix(ReadObjectsRequest.maximumKeys)
+            fetchBatches.queue.removeFirst(ids.count)
+            if fetchBatches.queue.isEmpty { fetchBatches.queue = [] }  // the storage a burst grew it to, given back
+            let batch = ids.compactMap { id in fetchBatches.waiters[id].map { (id, $0.key, $0.checkpoint) } }
             guard !batch.isEmpty else { continue }
             var keys: [EntityKey] = []
             var seen: Set<EntityKey> = []
@@ -115,7 +123,7 @@ extension LiveClient {
                 storeFailure = error
             }
             for (id, key, _) in batch {
-                guard let waiter = fetchWaiters.removeValueShrinking(forKey: id) else { continue }  // cancelled meanwhile
+                guard let waiter = fetchBatches.waiters.removeValueShrinking(forKey: id) else { continue }  // cancelled meanwhile
                 let result = results[key] ?? .failure(Self.fetchCancelled(key))
                 if case .success = result {
                     waiter.continuation.resume(returning: (result, readAt, storeFailure))

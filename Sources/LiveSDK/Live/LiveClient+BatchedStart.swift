@@ -2,6 +2,15 @@
 
 import LiveCloudAPI
 
+/// The batched starts' bookkeeping: the observations waiting for their cached copy, and whether a read runs.
+struct StartBatch {
+    var waiters: [LiveClient.StartWaiter] = []
+    var reading = false
+    /// Observations still reading their start whose observer waits for fresh data: activated as soon as they are
+    /// told their cached copy, not held with a burst's (see ``LiveClient/activateAtOnce(_:)``).
+    var activatingAtOnce: Set<EntityKey> = []
+}
+
 /// What new observations start from, read in batches: the cached copy, the topic's checkpoint and the writes
 /// pending in the outbox of every object a burst of new observations asks for (a list of thousands opened at
 /// once) come from one cache transaction and one outbox read, instead of three handed to the databases'
@@ -31,9 +40,9 @@ extension LiveClient {
     /// What each of `keys` starts from, in their order.
     func batchedStarts(_ keys: [EntityKey]) async throws(LiveError) -> [ObservationStart] {
         try await withCheckedContinuation { (continuation: CheckedContinuation<Result<[ObservationStart], LiveError>, Never>) in
-            startWaiters.append(StartWaiter(keys: keys, continuation: continuation))
-            if !startsReading {
-                startsReading = true
+            startBatch.waiters.append(StartWaiter(keys: keys, continuation: continuation))
+            if !startBatch.reading {
+                startBatch.reading = true
                 Task { await self.readStarts() }
             }
         }.get()
@@ -44,7 +53,7 @@ extension LiveClient {
     /// not held back: their read is their first answer. An observation that ended meanwhile is not activated
     /// (one started anew for its key has its own activation).
     func activateWhenTheBurstPauses(_ started: [SharedObjectObservation]) {
-        perform(activationDeferral.told(started, at: .now, startsReading: startsReading))
+        perform(activationDeferral.told(started, at: .now, startsReading: startBatch.reading))
     }
 
     private typealias Deferral = ActivationDeferral<SharedObjectObservation>
@@ -60,7 +69,7 @@ extension LiveClient {
             if activationDeferral.take(observation) {
                 commandSink.yield(.activate(key))
             } else if !observation.hasStarted {
-                activatingAtOnce.insert(key)
+                startBatch.activatingAtOnce.insert(key)
             }
         }
     }
@@ -76,7 +85,7 @@ extension LiveClient {
                 var step = Deferral.Step.awaitPause
                 while case .awaitPause = step {
                     try? await Task.sleep(for: activationDeferral.pause)
-                    step = activationDeferral.pauseElapsed(at: .now, startsReading: startsReading)
+                    step = activationDeferral.pauseElapsed(at: .now, startsReading: startBatch.reading)
                 }
                 perform(step)
             }
@@ -88,19 +97,19 @@ extension LiveClient {
     /// Reads what waits, a batch after another, until nothing does.
     private func readStarts() async {
         defer {
-            startsReading = false
+            startBatch.reading = false
             perform(activationDeferral.startsRead(at: .now))
         }
-        while !startWaiters.isEmpty {
+        while !startBatch.waiters.isEmpty {
             var taken = 1
-            var keyCount = startWaiters[0].keys.count
-            while taken < startWaiters.count, keyCount + startWaiters[taken].keys.count <= Self.startBatchLimit {
-                keyCount += startWaiters[taken].keys.count
+            var keyCount = startBatch.waiters[0].keys.count
+            while taken < startBatch.waiters.count, keyCount + startBatch.waiters[taken].keys.count <= Self.startBatchLimit {
+                keyCount += startBatch.waiters[taken].keys.count
                 taken += 1
             }
-            let batch = Array(startWaiters.prefix(taken))
-            startWaiters.removeFirst(taken)
-            if startWaiters.isEmpty { startWaiters = [] }  // the storage a burst grew it to, given back
+            let batch = Array(startBatch.waiters.prefix(taken))
+            startBatch.waiters.removeFirst(taken)
+            if startBatch.waiters.isEmpty { startBatch.waiters = [] }  // the storage a burst grew it to, given back
             // The waiters' keys one after another: a key two of them ask for is read once (``CacheStore/starts(of:)``
             // places a repeated key's start from its first).
             let keys = batch.count == 1 ? batch[0].keys : batch.flatMap(\.keys)
@@ -115,7 +124,7 @@ extension LiveClient {
                         ObservationStart(
                             cached: read.entities[index],
                             checkpoint: read.checkpoints[index],
-                            pending: pending[key].map { $0.filter { !doneButQueued.contains($0.id) } } ?? []
+                            pending: pending[key].map { $0.filter { !writeState.doneButQueued.contains($0.id) } } ?? []
                         )
                     )
                 }

@@ -5,6 +5,30 @@ import LiveJSON
 import Logging
 import Synchronization
 
+/// The engine's collection windows: their observations and what is known of each one's fetches and topic.
+struct CollectionWindowsState {
+    var observations: [CollectionWindow: SharedCollectionObservation] = [:]
+    var fetching: Set<CollectionWindow> = []
+    var refetchWanted: Set<CollectionWindow> = []
+    /// Realtime changes that arrived while a window was being fetched: applied again over the fetch's result,
+    /// so a fetch that read older data never wins over a newer event.
+    var changesDuringFetch: [CollectionWindow: [CollectionEvent]] = [:]
+    /// Per window, the event log's sequence number its last fetch's count was read at: later-arriving events up
+    /// to it are in that count already.
+    var countedThrough: [CollectionWindow: Int64] = [:]
+    /// Per collection topic, the sequence number of the last event applied to the windows: a window stored
+    /// while later events are still on their way (queued for the engine, or held during a write) is stored
+    /// as of this one, so the next start replays them.
+    var eventApplied: [String: Int64] = [:]
+    var nextObserver = 0
+    /// Windows started from a stored result that knows its topic's sequence number: where to resume from.
+    var resumeFrom: [CollectionWindow: Int64] = [:]
+    /// Windows whose topic resumed and replays: caught up when the cloud says so.
+    var catchingUp: Set<CollectionWindow> = []
+    /// Open result indexes (windowed reads by index from the cache), by query.
+    var resultIndexes: [CollectionQuery: ResultIndex] = [:]
+}
+
 extension LiveClient {
     /// A handle on a query's result. Cheap; observing it is what costs.
     ///
@@ -26,8 +50,8 @@ extension LiveClient {
         fields: Set<String>? = nil,
         handler: @escaping SharedCollectionObservation.Handler
     ) async -> LiveCollectionToken {
-        nextCollectionObserver += 1
-        let id = nextCollectionObserver
+        collectionWindows.nextObserver += 1
+        let id = collectionWindows.nextObserver
         let observation = collectionObservation(window, seed: nil)
         let token = LiveCollectionToken(client: self, observer: id, window: window, observation: observation)
         let isNew = !observation.hasStarted
@@ -51,7 +75,7 @@ extension LiveClient {
                 // Only a window that held the whole result resumes: the replay then makes it exactly what a
                 // fetch would. A partial one is fetched, since a deletion inside it should pull in an object
                 // from beyond its edge, which no replay carries.
-                if let stored = cached?.0, let seq = stored.seq, !stored.hasNext, !stored.hasPrevious { collectionResumeFrom[window] = seq }
+                if let stored = cached?.0, let seq = stored.seq, !stored.hasNext, !stored.hasPrevious { collectionWindows.resumeFrom[window] = seq }
                 observation.apply { state in
                     for write in pending { _ = state.pendingChanged(write.id, write.overlay) }
                     return state.started(
@@ -69,14 +93,14 @@ extension LiveClient {
     /// The observation of `window`, made if there is none. When paging (`seed`, the window paged from), it
     /// starts from the seed's state; the caller starts its fetch.
     private func collectionObservation(_ window: CollectionWindow, seed: LiveCollectionChange?) -> SharedCollectionObservation {
-        if let existing = collectionObservations[window] { return existing }
+        if let existing = collectionWindows.observations[window] { return existing }
         let observation: SharedCollectionObservation
         if let seed {
             observation = SharedCollectionObservation(window: window, seed: seed)
         } else {
             observation = SharedCollectionObservation(window: window)
         }
-        collectionObservations[window] = observation
+        collectionWindows.observations[window] = observation
         return observation
     }
 
@@ -88,7 +112,7 @@ extension LiveClient {
     /// the change from what it saw to the new window's state. Returns false when there is no such page.
     func movePage(_ token: LiveCollectionToken, _ move: PageMove) async -> Bool {
         let window = token.window
-        guard let observation = collectionObservations[window], !token.isInvalidated else { return false }
+        guard let observation = collectionWindows.observations[window], !token.isInvalidated else { return false }
         let seen = observation.current
         var target = window
         switch move {
@@ -103,9 +127,9 @@ extension LiveClient {
             target.pages = 1
         }
         guard let observer = observation.remove(token.observer) else { return false }
-        let isNew = collectionObservations[target] == nil
+        let isNew = collectionWindows.observations[target] == nil
         // A new window starts from this one's count, and so from the point its count was read at.
-        if isNew, let through = collectionCountedThrough[window] { collectionCountedThrough[target] = through }
+        if isNew, let through = collectionWindows.countedThrough[window] { collectionWindows.countedThrough[target] = through }
         // Seeded with what the cloud confirmed, not with what is shown: a pending write's data is not the
         // cloud's, and would stay as if confirmed if the write were then rejected (its overlays are placed again
         // below).
@@ -133,7 +157,7 @@ extension LiveClient {
     }
 
     func currentCollection(_ window: CollectionWindow) -> LiveCollectionChange? {
-        collectionObservations[window]?.current
+        collectionWindows.observations[window]?.current
     }
 
     // MARK: Fetching and realtime
@@ -143,10 +167,10 @@ extension LiveClient {
     /// sequence number (a previous run stored it), the subscription resumes from there instead: the cloud
     /// replays what was missed onto the stored window, and no fetch is needed.
     func activateCollection(_ window: CollectionWindow) async {
-        guard let observation = collectionObservations[window] else { return }
-        let since = collectionResumeFrom.removeValue(forKey: window)
+        guard let observation = collectionWindows.observations[window] else { return }
+        let since = collectionWindows.resumeFrom.removeValue(forKey: window)
         if since != nil {
-            collectionsCatchingUp.insert(window)
+            collectionWindows.catchingUp.insert(window)
             observation.apply { state in
                 state.resumeStarted()
                 return nil
@@ -156,7 +180,7 @@ extension LiveClient {
         case .resumed:
             return  // caughtUp follows the replay
         case .subscribed, .refused:
-            if collectionsCatchingUp.remove(window) != nil {
+            if collectionWindows.catchingUp.remove(window) != nil {
                 observation.apply { state in
                     state.resumeAbandoned()
                     return nil
@@ -169,10 +193,10 @@ extension LiveClient {
     /// The collection's topic replayed every event since the resumption: its resuming windows are fresh,
     /// and stored with the topic's sequence number now.
     func collectionsCaughtUp(_ collection: String) async {
-        let windows = collectionsCatchingUp.filter { $0.query.collection == collection }
+        let windows = collectionWindows.catchingUp.filter { $0.query.collection == collection }
         for window in windows {
-            collectionsCatchingUp.remove(window)
-            guard let observation = collectionObservations[window] else { continue }
+            collectionWindows.catchingUp.remove(window)
+            guard let observation = collectionWindows.observations[window] else { continue }
             observation.apply { $0.caughtUp() }
             await storeWindow(window, observation)
             if observation.needsRefill { commandSink.yield(.refillCollection(window)) }
@@ -182,7 +206,7 @@ extension LiveClient {
     /// Stores every window's confirmed state with its topic's sequence number (when the engine stops), so the
     /// next run resumes each from there.
     func storeCollectionWindows() async {
-        for (window, observation) in collectionObservations where !collectionsCatchingUp.contains(window) {
+        for (window, observation) in collectionWindows.observations where !collectionWindows.catchingUp.contains(window) {
             await storeWindow(window, observation)
         }
     }
@@ -192,7 +216,7 @@ extension LiveClient {
         // number is already the new subscription's, ahead of the window): stored otherwise, a restart would
         // resume past changes the window never had.
         let confirmed = observation.confirmed
-        guard confirmed.dataStatus == .fresh, confirmed.loadingStatus == .loaded, !collectionFetching.contains(window),
+        guard confirmed.dataStatus == .fresh, confirmed.loadingStatus == .loaded, !collectionWindows.fetching.contains(window),
             let seq = await storedSeq(of: window)
         else { return }
         await storeResult(
@@ -213,9 +237,9 @@ extension LiveClient {
         let collection = window.query.collection
         let topic = Topic.collection(collection)
         guard let received = await realtime.lastSeq(of: topic) else { return nil }
-        let applied = collectionEventApplied[collection]
+        let applied = collectionWindows.eventApplied[collection]
         guard let lastEvent = await realtime.lastEventSeq(of: topic), lastEvent != applied else { return received }
-        let asOf = [applied, collectionCountedThrough[window]].compactMap { $0 }.max()
+        let asOf = [applied, collectionWindows.countedThrough[window]].compactMap { $0 }.max()
         return asOf.map { min($0, received) }
     }
 
@@ -248,12 +272,12 @@ extension LiveClient {
     /// Subscribes the collection's topic, then fetches one page beyond the window's seeded items (towards the
     /// end, or the start for a `.last` anchor). On failure, falls back to fetching the whole window.
     func extendCollection(_ window: CollectionWindow) async {
-        guard let observation = collectionObservations[window] else { return }
+        guard let observation = collectionWindows.observations[window] else { return }
         await realtime.acquire(.collection(window.query.collection))
         // A fetch of the whole window started meanwhile (a resync's, a refill's): it brings the new page too.
         // Two fetches of one window at once would each take the other's replay of the changes that arrived
         // while they ran, and the one that read older data could then win over a newer event.
-        guard collectionObservations[window] === observation, !collectionFetching.contains(window) else { return }
+        guard collectionWindows.observations[window] === observation, !collectionWindows.fetching.contains(window) else { return }
         let seen = observation.confirmed
         // A window paged from one the cloud has not confirmed yet (its cached result, shown while a restarted
         // daemon fetches or replays): a page beyond stale items would join a stale start to a fresh end, and call
@@ -267,12 +291,12 @@ extension LiveClient {
         case .first: page = seen.items.last.map { .after(window.query.position(of: $0)) } ?? .first
         case .last: page = seen.items.first.map { .before(window.query.position(of: $0)) } ?? .last
         }
-        changesDuringCollectionFetch[window] = []
-        collectionFetching.insert(window)
+        collectionWindows.changesDuringFetch[window] = []
+        collectionWindows.fetching.insert(window)
         observation.apply { $0.fetchStarted() }
         do {
             let result = try await queryWithSession(window.query, page, limit: window.pageSize)
-            collectionFetching.remove(window)
+            collectionWindows.fetching.remove(window)
             // The page's objects go to the cache before the window shows them: the cache is what tells a
             // realtime event that an older copy arrives late (a resumed object topic replaying what the page
             // already holds), and such a copy must not place the object in the window again.
@@ -297,11 +321,11 @@ extension LiveClient {
                 seq: result.seq,
                 readAt: result.seq
             )
-            changesDuringCollectionFetch[window] = nil
-            if collectionRefetchWanted.remove(window) != nil { await refreshCollection(window) }
+            collectionWindows.changesDuringFetch[window] = nil
+            if collectionWindows.refetchWanted.remove(window) != nil { await refreshCollection(window) }
         } catch {
-            collectionFetching.remove(window)
-            changesDuringCollectionFetch[window] = nil
+            collectionWindows.fetching.remove(window)
+            collectionWindows.changesDuringFetch[window] = nil
             logger.warning("query failed", metadata: ["query": "\(window.query.canonicalText)", "error": "\(error)"])
             await refreshCollection(window)
         }
@@ -313,21 +337,21 @@ extension LiveClient {
     /// - Parameter quiet: a refill (items left a window that holds part of the result): observers see the
     ///   refilled window, without a `loading` state before it. So does a fetch made once more.
     func refreshCollection(_ window: CollectionWindow, quiet: Bool = false) async {
-        guard let observation = collectionObservations[window] else { return }
-        guard !collectionFetching.contains(window) else {
-            collectionRefetchWanted.insert(window)
+        guard let observation = collectionWindows.observations[window] else { return }
+        guard !collectionWindows.fetching.contains(window) else {
+            collectionWindows.refetchWanted.insert(window)
             return
         }
-        collectionFetching.insert(window)
+        collectionWindows.fetching.insert(window)
         defer {
-            collectionFetching.remove(window)
-            changesDuringCollectionFetch[window] = nil
+            collectionWindows.fetching.remove(window)
+            collectionWindows.changesDuringFetch[window] = nil
         }
         var failures = 0
         var again = false
-        while collectionObservations[window] === observation {
-            collectionRefetchWanted.remove(window)
-            changesDuringCollectionFetch[window] = []
+        while collectionWindows.observations[window] === observation {
+            collectionWindows.refetchWanted.remove(window)
+            collectionWindows.changesDuringFetch[window] = []
             // `loading` once (not for a quiet refill): a retry after a failure stays `error` until it succeeds,
             // rather than telling observers loading/error again at every attempt.
             if !(quiet || again) { observation.apply { $0.fetchStarted() } }
@@ -358,7 +382,7 @@ extension LiveClient {
                 readOutcome(window.query.collection, nil)
                 cacheStored(result.items.count)
                 failures = 0
-                if !collectionRefetchWanted.contains(window) { break }
+                if !collectionWindows.refetchWanted.contains(window) { break }
             } catch {
                 failures += 1
                 logger.warning("query failed", metadata: ["query": "\(window.query.canonicalText)", "error": "\(error)", "attempt": "\(failures)"])
@@ -373,8 +397,8 @@ extension LiveClient {
         }
         if observation.isUnobserved { commandSink.yield(.releaseCollection(window)) }
         // Released and observed anew while this fetch ran: the new observation gets a fetch of its own.
-        if collectionObservations[window] !== observation, collectionObservations[window] != nil,
-            collectionRefetchWanted.remove(window) != nil
+        if collectionWindows.observations[window] !== observation, collectionWindows.observations[window] != nil,
+            collectionWindows.refetchWanted.remove(window) != nil
         {
             commandSink.yield(.refreshCollection(window))
         }
@@ -399,17 +423,17 @@ extension LiveClient {
         seq: Int64?,
         readAt: Int64?
     ) {
-        collectionCountedThrough[window] = seq
+        collectionWindows.countedThrough[window] = seq
         // A fetch supersedes a resumption still waiting for its replay (a resync made the cloud drop it):
         // the window no longer waits to be caught up, and a refill it needs is asked for as it comes.
-        if collectionsCatchingUp.remove(window) != nil {
+        if collectionWindows.catchingUp.remove(window) != nil {
             observation.apply { state in
                 state.resumeAbandoned()
                 return nil
             }
         }
         let heldVersions = Dictionary(items.map { ($0.id, $0.version) }, uniquingKeysWith: max)
-        let meanwhile = (changesDuringCollectionFetch[window] ?? []).map { event in
+        let meanwhile = (collectionWindows.changesDuringFetch[window] ?? []).map { event in
             (
                 entity: event.entity,
                 previous: event.seq.flatMap { eventSeq in eventSeq > (seq ?? 0) ? event.previous : nil },
@@ -430,18 +454,18 @@ extension LiveClient {
         // one (uncounted: its own events count it), so that a token moving from this window to another (a
         // page more, or back to one) never sees an item go back. Only held items: one another window lacks
         // may have left it by a newer event than this read, and must not come back.
-        for (other, otherObservation) in collectionObservations where other != window && other.query.collection == window.query.collection {
+        for (other, otherObservation) in collectionWindows.observations where other != window && other.query.collection == window.query.collection {
             let held = Dictionary(otherObservation.confirmed.items.map { ($0.id, $0.version) }, uniquingKeysWith: max)
             for entity in items where (held[entity.id].map { $0 < entity.version } ?? false) {
                 windowChanged(other, otherObservation, entity)
             }
         }
         // Items that left during the fetch may leave the window short of its pages: fetch once more.
-        if observation.needsRefill { collectionRefetchWanted.insert(window) }
+        if observation.needsRefill { collectionWindows.refetchWanted.insert(window) }
         // The fetch's read is applied: a change from now on is applied as it comes, and asks for a refill
         // itself (held for a replay that never comes, one arriving while the result is being cached left the
         // window short of its pages until the next change).
-        changesDuringCollectionFetch[window] = nil
+        collectionWindows.changesDuringFetch[window] = nil
     }
 
     /// Reads the window from the cloud: as many pages of up to 100 as it holds, from its anchor.
@@ -488,15 +512,17 @@ extension LiveClient {
     }
 
     func releaseCollectionIfUnobserved(_ window: CollectionWindow) async {
-        guard let observation = collectionObservations[window], observation.isUnobserved else { return }
-        if !collectionsCatchingUp.contains(window) { await storeWindow(window, observation) }
-        collectionObservations[window] = nil
-        collectionCountedThrough[window] = nil
-        collectionsCatchingUp.remove(window)
+        guard let observation = collectionWindows.observations[window], observation.isUnobserved else { return }
+        if !collectionWindows.catchingUp.contains(window) { await storeWindow(window, observation) }
+        collectionWindows.observations[window] = nil
+        collectionWindows.countedThrough[window] = nil
+        collectionWindows.catchingUp.remove(window)
         askForEviction(.released)
         await realtime.release(.collection(window.query.collection))
         // The query's result index goes with its last window.
-        if !collectionObservations.keys.contains(where: { $0.query == window.query }), let index = resultIndexes.removeValue(forKey: window.query) {
+        if !collectionWindows.observations.keys.contains(where: { $0.query == window.query }),
+            let index = collectionWindows.resultIndexes.removeValue(forKey: window.query)
+        {
             await index.close()
             await realtime.release(.collection(window.query.collection))
         }
@@ -504,7 +530,7 @@ extension LiveClient {
 
     /// The result index of `query`, opened if needed (see ``ResultIndex``).
     func resultIndex(_ query: CollectionQuery) -> ResultIndex {
-        if let index = resultIndexes[query] { return index }
+        if let index = collectionWindows.resultIndexes[query] { return index }
         let realtime = self.realtime
         let index = ResultIndex(query: query, cache: cache) {
             await realtime.acquire(.collection(query.collection))
@@ -512,7 +538,7 @@ extension LiveClient {
             guard let self else { throw LiveError(code: .cloudUnavailable, message: "the engine has stopped") }
             return try await self.queryWithSession(query, page, limit: limit)
         }
-        resultIndexes[query] = index
+        collectionWindows.resultIndexes[query] = index
         return index
     }
 
@@ -526,10 +552,10 @@ extension LiveClient {
     /// - Parameter seq: the realtime event's sequence number: a counted event that the window's last fetch
     ///   already counted is not counted again, and an event that a fetch in progress read past places nothing.
     func collectionsChanged(_ entity: Entity, previous: JSONValue?? = nil, placing: Bool = true, seq: Int64? = nil) {
-        for (window, observation) in collectionObservations where window.query.collection == entity.collection {
+        for (window, observation) in collectionWindows.observations where window.query.collection == entity.collection {
             windowChanged(window, observation, entity, previous: previous, placing: placing, seq: seq)
         }
-        for (query, index) in resultIndexes where query.collection == entity.collection { index.enqueue(.changed(entity)) }
+        for (query, index) in collectionWindows.resultIndexes where query.collection == entity.collection { index.enqueue(.changed(entity)) }
     }
 
     /// A change of an entity reaches one window (see ``collectionsChanged(_:previous:placing:seq:)``): applied,
@@ -543,23 +569,23 @@ extension LiveClient {
         seq: Int64? = nil
     ) {
         var counted = previous
-        if let seq, let through = collectionCountedThrough[window], seq <= through { counted = nil }
+        if let seq, let through = collectionWindows.countedThrough[window], seq <= through { counted = nil }
         observation.apply { $0.remoteChanged(entity, previous: counted, placing: placing) }
-        if changesDuringCollectionFetch[window] != nil {
+        if collectionWindows.changesDuringFetch[window] != nil {
             // Replayed over the fetch's result, and counted if it came after the fetch's read.
-            changesDuringCollectionFetch[window]?.append(CollectionEvent(entity: entity, previous: counted, placing: placing, seq: seq))
-        } else if observation.needsRefill, !collectionsCatchingUp.contains(window) {
+            collectionWindows.changesDuringFetch[window]?.append(CollectionEvent(entity: entity, previous: counted, placing: placing, seq: seq))
+        } else if observation.needsRefill, !collectionWindows.catchingUp.contains(window) {
             commandSink.yield(.refillCollection(window))
         }
     }
 
     /// Continuity with the collection's topic was lost: every window of it gets a resync notice, then a refetch.
     func resyncCollections(of collection: String) {
-        for (window, observation) in collectionObservations where window.query.collection == collection {
+        for (window, observation) in collectionWindows.observations where window.query.collection == collection {
             logger.notice("resync: continuity with the cloud could not be proven", metadata: ["query": "\(window.query.canonicalText)"])
             // A window resuming from its stored result gets no replay now: the fetch replaces it. Left waiting
             // for that replay, the window would never ask for the refill that corrects its count.
-            if collectionsCatchingUp.remove(window) != nil {
+            if collectionWindows.catchingUp.remove(window) != nil {
                 observation.apply { state in
                     state.resumeAbandoned()
                     return nil
@@ -568,7 +594,7 @@ extension LiveClient {
             observation.apply { $0.resyncStarted() }
             commandSink.yield(.refreshCollection(window))
         }
-        for (query, index) in resultIndexes where query.collection == collection { index.enqueue(.reset) }
+        for (query, index) in collectionWindows.resultIndexes where query.collection == collection { index.enqueue(.reset) }
     }
 }
 

@@ -47,16 +47,16 @@ extension LiveClient {
             throw LiveError(code: .invalidArgument, message: "a collection name is 1-128 characters of A-Z a-z 0-9 _ - . (got \"\(collection)\")")
         }
         let topic = Topic.collection(collection)
-        nextFeedListener += 1
-        let id = nextFeedListener
-        feedListeners[topic, default: [:]][id] = FeedListener(handler: handler, ready: false)
+        feedTable.nextID += 1
+        let id = feedTable.nextID
+        feedTable.listeners[topic, default: [:]][id] = FeedListener(handler: handler, ready: false)
         if let refusal = await realtime.acquire(topic) {
-            feedListeners[topic]?[id] = nil
-            if feedListeners[topic]?.isEmpty == true { feedListeners[topic] = nil }
+            feedTable.listeners[topic]?[id] = nil
+            if feedTable.listeners[topic]?.isEmpty == true { feedTable.listeners[topic] = nil }
             throw LiveError(subscriptionRefusal: refusal.code, message: refusal.message ?? "refused", topic: topic)
         }
-        if await realtime.status == .connected, feedListeners[topic]?[id]?.ready == false {
-            feedListeners[topic]?[id]?.ready = true
+        if await realtime.status == .connected, feedTable.listeners[topic]?[id]?.ready == false {
+            feedTable.listeners[topic]?[id]?.ready = true
             feedEmissions += 1
             handler(LiveFeedDelivery(event: .ready, emission: feedEmissions))
         }
@@ -66,16 +66,16 @@ extension LiveClient {
     }
 
     private func unsubscribeFeed(_ topic: Topic, _ id: Int) async {
-        guard feedListeners[topic]?[id] != nil else { return }
-        feedListeners[topic]?[id] = nil
-        if feedListeners[topic]?.isEmpty == true { feedListeners[topic] = nil }
+        guard feedTable.listeners[topic]?[id] != nil else { return }
+        feedTable.listeners[topic]?[id] = nil
+        if feedTable.listeners[topic]?.isEmpty == true { feedTable.listeners[topic] = nil }
         await realtime.release(topic)
     }
 
     /// Hands an event to every subscriber of the topic, in a row, under one emission number: to those that
     /// are ready, and a refusal to those still waiting for the connection too.
     func feedEvent(_ topic: Topic, _ event: LiveFeedEvent) {
-        guard let listeners = feedListeners[topic] else { return }
+        guard let listeners = feedTable.listeners[topic] else { return }
         feedEmissions += 1
         let delivery = LiveFeedDelivery(event: event, emission: feedEmissions)
         let toAll = if case .error = event { true } else { false }
@@ -83,21 +83,21 @@ extension LiveClient {
     }
 
     func feedStatusChanged(_ status: ConnectionStatus) {
-        for topic in feedListeners.keys { feedEvent(topic, .status(status)) }
+        for topic in feedTable.listeners.keys { feedEvent(topic, .status(status)) }
     }
 
     /// After (re)connecting: subscribers waiting for the connection are ready now; those of topics the
     /// cloud could not resume are told changes may be missing. Those of topics it refused were told so
     /// (``LiveFeedEvent/error(_:)``) and hear nothing more until a later connection is accepted.
     func feedsConnected(needRefresh: Set<Topic>, refused: Set<Topic>) {
-        for topic in feedListeners.keys where !refused.contains(topic) {
+        for topic in feedTable.listeners.keys where !refused.contains(topic) {
             if needRefresh.contains(topic) { feedEvent(topic, .resync) }
-            let waiting = feedListeners[topic]?.filter { !$0.value.ready } ?? [:]
+            let waiting = feedTable.listeners[topic]?.filter { !$0.value.ready } ?? [:]
             guard !waiting.isEmpty else { continue }
             feedEmissions += 1
             let delivery = LiveFeedDelivery(event: .ready, emission: feedEmissions)
             for (id, listener) in waiting {
-                feedListeners[topic]?[id]?.ready = true
+                feedTable.listeners[topic]?[id]?.ready = true
                 listener.handler(delivery)
             }
         }

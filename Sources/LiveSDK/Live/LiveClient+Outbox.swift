@@ -4,6 +4,19 @@ import LiveCloudAPI
 import LiveJSON
 import Logging
 
+/// The write outbox's state in the engine: who waits for which write, and the write being sent.
+struct WriteOutboxState {
+    var waiters: [Int64: CheckedContinuation<Entity, any Error>] = [:]
+    /// Writes confirmed or rejected whose removal from the outbox failed (a full disk): not sent again, not
+    /// counted as pending, removed at the sender's next turn.
+    var doneButQueued: Set<Int64> = []
+    /// Outcomes of writes whose writer was not waiting yet.
+    var finished: [Int64: Result<Entity, any Error>] = [:]
+    /// The object whose write is being sent, and the realtime changes of it that arrived meanwhile.
+    var inFlight: EntityKey?
+    var heldDuringWrite: [(seq: Int64, topic: Topic, entity: Entity, previous: JSONValue?)] = []
+}
+
 /// Writes from this host: local first, then durably queued and sent in order.
 ///
 /// A write is stored in the outbox (synced to disk) and shown to the object's observers at once, marked
@@ -42,10 +55,10 @@ extension LiveClient {
         let outboxID = try await enqueueWrite(collection: collection, id: id, change, ifVersion: ifVersion)
         do {
             return try await withCheckedThrowingContinuation { continuation in
-                if let outcome = finishedWrites.removeValue(forKey: outboxID) {
+                if let outcome = writeState.finished.removeValue(forKey: outboxID) {
                     continuation.resume(with: outcome)
                 } else {
-                    writeWaiters[outboxID] = continuation
+                    writeState.waiters[outboxID] = continuation
                 }
             }
         } catch let error as LiveError {
@@ -62,16 +75,16 @@ extension LiveClient {
 
     /// How many writes wait in the outbox.
     public func pendingWriteCount() async throws(LiveError) -> Int {
-        try await outbox.entries().count { !doneButQueued.contains($0.id) }
+        try await outbox.entries().count { !writeState.doneButQueued.contains($0.id) }
     }
 
     /// Removes the writes that are done but could not be removed from the outbox (a full disk cannot even
     /// record a deletion); those that still fail wait for the next try.
     private func removeDoneWrites() async {
-        for id in doneButQueued.sorted() {
+        for id in writeState.doneButQueued.sorted() {
             do {
                 try await outbox.remove(id)
-                doneButQueued.remove(id)
+                writeState.doneButQueued.remove(id)
             } catch {
                 return
             }
@@ -84,7 +97,7 @@ extension LiveClient {
         var failures = 0
         var signals = outboxSignals.makeAsyncIterator()
         while !Task.isCancelled {
-            if !doneButQueued.isEmpty { await removeDoneWrites() }
+            if !writeState.doneButQueued.isEmpty { await removeDoneWrites() }
             let entry: OutboxEntry?
             do {
                 entry = try await outbox.next(after: last)
@@ -94,7 +107,7 @@ extension LiveClient {
                 entry = nil
             }
             guard let entry else {
-                if !doneButQueued.isEmpty {
+                if !writeState.doneButQueued.isEmpty {
                     // Done writes still to remove: try again in a second (or at a new write).
                     do {
                         try await Task.sleep(for: .seconds(1))
@@ -107,7 +120,7 @@ extension LiveClient {
                 guard await signals.next() != nil else { break }
                 continue
             }
-            writeInFlight = entry.key
+            writeState.inFlight = entry.key
             do {
                 let entity = try await withSession { token throws(LiveError) in
                     try await send(entry.write, entry.key, ifVersion: entry.ifVersion, writeID: entry.writeID, token: token)
@@ -131,7 +144,7 @@ extension LiveClient {
                 } catch {
                     // Kept from being sent again by `last`; removed again later. A restart before that resends
                     // it, under its write id: the cloud applies it once.
-                    doneButQueued.insert(entry.id)
+                    writeState.doneButQueued.insert(entry.id)
                     logger.debug("removing a confirmed write from the outbox failed", metadata: ["key": "\(entry.key)", "error": "\(error)"])
                 }
                 observations[entry.key]?.apply { $0.writeConfirmed(entry.id, entity) }
@@ -159,7 +172,7 @@ extension LiveClient {
                 do {
                     try await outbox.remove(entry.id)
                 } catch {
-                    doneButQueued.insert(entry.id)
+                    writeState.doneButQueued.insert(entry.id)
                     logger.debug("removing a rejected write from the outbox failed", metadata: ["error": "\(error)"])
                 }
                 observations[entry.key]?.apply { $0.writeRejected(entry.id, error) }
@@ -169,8 +182,8 @@ extension LiveClient {
             }
         }
         // Whoever still waits learns that the write did not complete in this run.
-        let waiting = writeWaiters
-        writeWaiters.removeAll()
+        let waiting = writeState.waiters
+        writeState.waiters.removeAll()
         for continuation in waiting.values {
             continuation.resume(
                 throwing: LiveError(code: .cloudUnavailable, message: "the engine stopped before the cloud confirmed the write; it stays queued")
@@ -181,15 +194,15 @@ extension LiveClient {
     /// Shows the object's pending writes in the windows of its collection: the confirmed entity with the
     /// outbox's writes of it applied, at its sorted place (or nothing more pending).
     private func pendingChanged(_ key: EntityKey) async {
-        guard collectionObservations.keys.contains(where: { $0.query.collection == key.collection }) else { return }
+        guard collectionWindows.observations.keys.contains(where: { $0.query.collection == key.collection }) else { return }
         let overlay: Entity??
         do {
-            overlay = try await pendingOverlay(key, writes: try await outbox.entries(of: key).filter { !doneButQueued.contains($0.id) })
+            overlay = try await pendingOverlay(key, writes: try await outbox.entries(of: key).filter { !writeState.doneButQueued.contains($0.id) })
         } catch {
             logger.error("reading pending writes failed", metadata: ["key": "\(key)", "error": "\(error)"])
             return
         }
-        for (window, observation) in collectionObservations where window.query.collection == key.collection {
+        for (window, observation) in collectionWindows.observations where window.query.collection == key.collection {
             observation.apply { $0.pendingChanged(key.id, overlay) }
         }
     }
@@ -207,7 +220,7 @@ extension LiveClient {
     /// writes wait in the outbox: it shows them from its first state).
     func pendingOverlays(in collection: String) async -> [(id: String, overlay: Entity?)] {
         do {
-            let writes = try await outbox.entries().filter { $0.key.collection == collection && !doneButQueued.contains($0.id) }
+            let writes = try await outbox.entries().filter { $0.key.collection == collection && !writeState.doneButQueued.contains($0.id) }
             var overlays: [(id: String, overlay: Entity?)] = []
             for (key, ofKey) in Dictionary(grouping: writes, by: \.key).sorted(by: { $0.key.id < $1.key.id }) {
                 if let overlay = try await pendingOverlay(key, writes: ofKey) { overlays.append((key.id, overlay)) }
@@ -222,20 +235,20 @@ extension LiveClient {
     /// The write's outcome is applied: the realtime changes held meanwhile go through now, in order (and
     /// those arriving while they do are held and applied after them).
     private func releaseHeldChanges() async {
-        while !heldDuringWrite.isEmpty {
-            let held = heldDuringWrite.removeFirst()
+        while !writeState.heldDuringWrite.isEmpty {
+            let held = writeState.heldDuringWrite.removeFirst()
             await applyRemoteChange(held.entity, seq: held.seq, topic: held.topic, previous: held.previous)
         }
-        writeInFlight = nil
+        writeState.inFlight = nil
     }
 
     private func finish(_ outboxID: Int64, _ outcome: Result<Entity, LiveError>) {
         let result = outcome.mapError { $0 as any Error }
-        if let waiter = writeWaiters.removeValue(forKey: outboxID) {
+        if let waiter = writeState.waiters.removeValue(forKey: outboxID) {
             waiter.resume(with: result)
-        } else if finishedWrites.count < 1024 {
+        } else if writeState.finished.count < 1024 {
             // The writer has not started waiting yet (it is between enqueueing and waiting).
-            finishedWrites[outboxID] = result
+            writeState.finished[outboxID] = result
         }
     }
 

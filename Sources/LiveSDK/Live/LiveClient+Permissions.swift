@@ -5,6 +5,16 @@ import Logging
 import NIOCore
 import Synchronization
 
+/// What the engine learnt of the cloud's permissions for the session's user.
+struct CollectionPermissions {
+    var readable: Set<String> = []
+    var refusals: [String: LiveError] = [:]
+    var probes: [String: Task<LiveError?, Never>] = [:]
+    /// Collections whose question got no answer on this realtime connection: not asked again until it is made
+    /// again (or a read teaches the answer).
+    var unanswered: Set<String> = []
+}
+
 extension LiveClient {
     /// Whether the cloud lets the session's user read `collection` (its objects and queries): throws
     /// ``LiveError`` `notPermitted` when the cloud refused, so that an observation it would refuse fails at
@@ -27,15 +37,15 @@ extension LiveClient {
     }
 
     private func checkReadableOnEngine(_ collection: String) async throws(LiveError) {
-        if let refusal = collectionRefusals[collection] { throw refusal }
-        guard !collectionsReadable.contains(collection), !readabilityUnanswered.contains(collection), connectionStatus == .connected
+        if let refusal = permissions.refusals[collection] { throw refusal }
+        guard !permissions.readable.contains(collection), !permissions.unanswered.contains(collection), connectionStatus == .connected
         else { return }
         let probe: Task<LiveError?, Never>
-        if let running = readabilityProbes[collection] {
+        if let running = permissions.probes[collection] {
             probe = running
         } else {
             probe = Task { await self.askReadable(collection) }
-            readabilityProbes[collection] = probe
+            permissions.probes[collection] = probe
         }
         if let refusal = await probe.value { throw refusal }
     }
@@ -45,7 +55,7 @@ extension LiveClient {
     static let readabilityQuestionTimeout: TimeAmount = .seconds(2)
 
     private func askReadable(_ collection: String) async -> LiveError? {
-        defer { readabilityProbes[collection] = nil }
+        defer { permissions.probes[collection] = nil }
         do {
             let access = try await withSession { token throws(LiveError) in
                 try await cloud.access(collection, token: token, timeout: Self.readabilityQuestionTimeout)
@@ -62,7 +72,7 @@ extension LiveClient {
             readOutcome(collection, nil)
             return nil
         } catch {
-            readabilityUnanswered.insert(collection)
+            permissions.unanswered.insert(collection)
             logger.notice(
                 "the cloud did not answer whether the collection is readable: its observations go on without asking until the realtime connection is made again",
                 metadata: ["collection": "\(collection)", "error": "\(error)"]
@@ -76,13 +86,13 @@ extension LiveClient {
     func readOutcome(_ collection: String, _ error: LiveError?) {
         switch error?.code {
         case nil:
-            collectionRefusals[collection] = nil
-            collectionsReadable.insert(collection)
+            permissions.refusals[collection] = nil
+            permissions.readable.insert(collection)
             knownReadable.withLock { _ = $0.insert(collection) }
         case .notPermitted?:
-            collectionsReadable.remove(collection)
+            permissions.readable.remove(collection)
             knownReadable.withLock { _ = $0.remove(collection) }
-            collectionRefusals[collection] = error
+            permissions.refusals[collection] = error
         default:
             break
         }
@@ -90,9 +100,9 @@ extension LiveClient {
 
     /// The realtime connection was made again: the cloud's permissions may have changed while it was down.
     func forgetReadability() {
-        readabilityUnanswered.removeAll()
-        collectionsReadable.removeAll()
+        permissions.unanswered.removeAll()
+        permissions.readable.removeAll()
         knownReadable.withLock { $0.removeAll() }
-        collectionRefusals.removeAll()
+        permissions.refusals.removeAll()
     }
 }

@@ -8,6 +8,12 @@ struct RetryPause: Sendable {
     let timer: Task<Void, any Error>
 }
 
+/// The retries waiting out their backoff, by id.
+struct RetryPausing {
+    var pauses: [Int: RetryPause] = [:]
+    var nextID = 0
+}
+
 extension LiveClient {
     /// Waits before retrying a cloud request that failed for the `failures`-th time in a row: from about
     /// 400 ms up to 30 s (``Backoff``), or less: every pause ends at once when the realtime connection is
@@ -16,8 +22,8 @@ extension LiveClient {
     /// - Throws: `CancellationError` when the engine stops meanwhile.
     func retryPause(after failures: Int) async throws {
         let delay = Backoff.delay(attempt: failures + 2, jitter: Double.random(in: 0..<1))
-        nextRetryPause += 1
-        let id = nextRetryPause
+        retryPausing.nextID += 1
+        let id = retryPausing.nextID
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 guard !Task.isCancelled else { return continuation.resume() }
@@ -25,7 +31,7 @@ extension LiveClient {
                     try await Task.sleep(for: delay)
                     await self?.endRetryPause(id)
                 }
-                retryPauses[id] = RetryPause(continuation: continuation, timer: timer)
+                retryPausing.pauses[id] = RetryPause(continuation: continuation, timer: timer)
             }
         } onCancel: {
             Task { await self.endRetryPause(id) }
@@ -34,13 +40,13 @@ extension LiveClient {
     }
 
     private func endRetryPause(_ id: Int) {
-        guard let pause = retryPauses.removeValue(forKey: id) else { return }
+        guard let pause = retryPausing.pauses.removeValue(forKey: id) else { return }
         pause.timer.cancel()
         pause.continuation.resume()
     }
 
     /// Ends every retry pause now (the realtime connection was made again).
     func endRetryPauses() {
-        for id in retryPauses.keys { endRetryPause(id) }
+        for id in retryPausing.pauses.keys { endRetryPause(id) }
     }
 }

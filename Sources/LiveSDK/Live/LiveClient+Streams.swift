@@ -27,9 +27,9 @@ extension LiveClient {
 
     /// Listens to `stream:<stream>/<user>`: one realtime subscription per topic, shared by every listener.
     func listen(_ topic: Topic, handler: @escaping @Sendable (LiveStreamEvent) -> Void) async throws(LiveError) -> NotificationToken {
-        nextStreamListener += 1
-        let id = nextStreamListener
-        streamListeners[topic, default: [:]][id] = StreamListener(handler: handler)
+        streamTable.nextID += 1
+        let id = streamTable.nextID
+        streamTable.listeners[topic, default: [:]][id] = StreamListener(handler: handler)
         if let refusal = await realtime.acquire(topic) {
             removeStreamListener(topic, id)
             throw LiveError(subscriptionRefusal: refusal.code, message: refusal.message ?? "refused", topic: topic)
@@ -40,20 +40,20 @@ extension LiveClient {
     }
 
     private func stopListening(_ topic: Topic, _ id: Int) async {
-        guard streamListeners[topic]?[id] != nil else { return }
+        guard streamTable.listeners[topic]?[id] != nil else { return }
         removeStreamListener(topic, id)
         await realtime.release(topic)
     }
 
     private func removeStreamListener(_ topic: Topic, _ id: Int) {
-        streamListeners[topic]?[id] = nil
-        if streamListeners[topic]?.isEmpty == true { streamListeners[topic] = nil }
+        streamTable.listeners[topic]?[id] = nil
+        if streamTable.listeners[topic]?.isEmpty == true { streamTable.listeners[topic] = nil }
     }
 
     /// Hands a realtime stream event to every listener of its topic, one after another: listeners of one
     /// message are called in a row (the daemon encodes each message once because of it).
     func streamEvent(_ topic: Topic, _ event: LiveStreamEvent) {
-        guard let listeners = streamListeners[topic] else { return }
+        guard let listeners = streamTable.listeners[topic] else { return }
         for listener in listeners.values { listener.handler(event) }
     }
 

@@ -100,77 +100,35 @@ public actor LiveClient {
     private let realtimeEvents: BatchQueue<RealtimeEvent>
     /// What the engine's loop is asked to do (``Command``), taken a batch at a time by ``runOnEngineLoop()``.
     let commandSink = BatchQueue<Command>()
+    /// Batched object reads (LiveClient+BatchedFetch.swift).
+    package var fetchBatches = FetchBatches()
+    /// Batched observation starts (LiveClient+BatchedStart.swift).
+    var startBatch = StartBatch()
+    /// Collection windows: one record of each kind per window (LiveClient+Collections.swift).
+    var collectionWindows = CollectionWindowsState()
+    /// Retries waiting out their backoff (LiveClient+Retry.swift).
+    var retryPausing = RetryPausing()
+    /// What the cloud lets the session's user read (LiveClient+Permissions.swift).
+    var permissions = CollectionPermissions()
+    /// Stream and feed listeners (LiveClient+Streams.swift, LiveClient+Feeds.swift).
+    var streamTable = ListenerTable<StreamListener>()
+    var feedTable = ListenerTable<FeedListener>()
+    /// The write outbox's waiters and the write in flight (LiveClient+Outbox.swift).
+    var writeState = WriteOutboxState()
     package var observations: [EntityKey: SharedObjectObservation] = [:]
     private var fetching: Set<EntityKey> = []
     private var refetchWanted: Set<EntityKey> = []
-    // Batched fetches (see LiveClient+BatchedFetch.swift).
-    package var fetchWaiters: [Int: FetchWaiter] = [:]
-    var fetchQueue: [Int] = []
-    var nextFetchWaiter = 0
-    var fetchRequestsRunning = 0
-    // Batched observation starts (see LiveClient+BatchedStart.swift).
-    var startWaiters: [StartWaiter] = []
-    var startsReading = false
     /// Observations told a cached copy, waiting for their activation (see ``activateWhenTheBurstPauses(_:)``).
     var activationDeferral: ActivationDeferral<SharedObjectObservation>
-    /// Observations still reading their start whose observer waits for fresh data: activated as soon as they are
-    /// told their cached copy, not held with a burst's (see ``activateAtOnce(_:)``).
-    var activatingAtOnce: Set<EntityKey> = []
     /// New observations' subscriptions at once (see LiveClient+SubscriptionGate.swift).
     package var subscriptionGate = SubscriptionGate()
     public private(set) var connectionStatus: ConnectionStatus = .offline
     private var connectionObservers: [Int: @Sendable (ConnectionStatus) -> Void] = [:]
     private var nextConnectionObserver = 0
-    // Collections (see LiveClient+Collections.swift).
-    var collectionObservations: [CollectionWindow: SharedCollectionObservation] = [:]
-    var collectionFetching: Set<CollectionWindow> = []
-    var collectionRefetchWanted: Set<CollectionWindow> = []
-    /// Realtime changes that arrived while a window was being fetched: applied again over the fetch's result,
-    /// so a fetch that read older data never wins over a newer event.
-    var changesDuringCollectionFetch: [CollectionWindow: [CollectionEvent]] = [:]
-    /// Per window, the event log's sequence number its last fetch's count was read at: later-arriving events up
-    /// to it are in that count already.
-    var collectionCountedThrough: [CollectionWindow: Int64] = [:]
-    /// Per collection topic, the sequence number of the last event applied to the windows: a window stored
-    /// while later events are still on their way (queued for the engine, or held during a write) is stored
-    /// as of this one, so the next start replays them.
-    var collectionEventApplied: [String: Int64] = [:]
-    var nextCollectionObserver = 0
-    /// Windows started from a stored result that knows its topic's sequence number: where to resume from.
-    var collectionResumeFrom: [CollectionWindow: Int64] = [:]
-    /// Windows whose topic resumed and replays: caught up when the cloud says so.
-    var collectionsCatchingUp: Set<CollectionWindow> = []
-    /// Open result indexes (windowed reads by index from the cache), by query.
-    var resultIndexes: [CollectionQuery: ResultIndex] = [:]
-    /// Retries waiting out their backoff (see LiveClient+Retry.swift).
-    var retryPauses: [Int: RetryPause] = [:]
-    var nextRetryPause = 0
-    // What the cloud lets the session's user read (see LiveClient+Permissions.swift).
-    var collectionsReadable: Set<String> = []
-    /// ``collectionsReadable`` as of its last change, for ``checkReadable(collection:)`` to answer without a hop.
+    /// ``permissions.readable`` as of its last change, for ``checkReadable(collection:)`` to answer without a hop.
     nonisolated let knownReadable = Mutex<Set<String>>([])
-    var collectionRefusals: [String: LiveError] = [:]
-    var readabilityProbes: [String: Task<LiveError?, Never>] = [:]
-    /// Collections whose question got no answer on this realtime connection: not asked again until it is made
-    /// again (or a read teaches the answer).
-    var readabilityUnanswered: Set<String> = []
-    // Streams (see LiveClient+Streams.swift).
-    var streamListeners: [Topic: [Int: StreamListener]] = [:]
-    var nextStreamListener = 0
-    // Feeds (see LiveClient+Feeds.swift).
-    var feedListeners: [Topic: [Int: FeedListener]] = [:]
-    var nextFeedListener = 0
+    /// Feed events emitted (``feedTable``'s listeners told), for the statistics.
     var feedEmissions = 0
-    // The write outbox (see LiveClient+Outbox.swift).
-    var writeWaiters: [Int64: CheckedContinuation<Entity, any Error>] = [:]
-    /// Writes confirmed or rejected whose removal from the outbox failed (a full disk): not sent again, not
-    /// counted as pending, removed at the sender's next turn.
-    var doneButQueued: Set<Int64> = []
-    /// Outcomes of writes whose writer was not waiting yet.
-    var finishedWrites: [Int64: Result<Entity, any Error>] = [:]
-    /// The object whose write is being sent, and the realtime changes of it that arrived meanwhile.
-    var writeInFlight: EntityKey?
-    var heldDuringWrite: [(seq: Int64, topic: Topic, entity: Entity, previous: JSONValue?)] = []
     /// Objects whose subscription resumed from a checkpoint, until its replay is over.
     var awaitingCatchUp: Set<EntityKey> = []
     let outboxSignal: AsyncStream<Void>.Continuation
@@ -361,7 +319,7 @@ public actor LiveClient {
                 observation = SharedObjectObservation(key: key)
                 observations[key] = observation
                 new.append(observation)
-                if request.activatesAtOnce { activatingAtOnce.insert(key) }
+                if request.activatesAtOnce { startBatch.activatingAtOnce.insert(key) }
             }
             let id = observation.add(options: request.options, handler: request.handler)
             tokens.append(
@@ -391,7 +349,7 @@ public actor LiveClient {
                 }
                 // One with nothing cached has nothing to tell before its read, and one whose observer waits for
                 // fresh data waits for its read: those go out at once.
-                let atOnce = !activatingAtOnce.isEmpty && activatingAtOnce.remove(observation.key) != nil
+                let atOnce = !startBatch.activatingAtOnce.isEmpty && startBatch.activatingAtOnce.remove(observation.key) != nil
                 if start?.cached == nil || atOnce {
                     commandSink.yield(.activate(observation.key))
                 } else {
@@ -649,7 +607,7 @@ public actor LiveClient {
             guard case .entityChanged(let seq, let topic, let entity, let previous) = event else { continue }
             changes.append((seq, topic, entity, previous))
         }
-        let held = changes.map { writeInFlight == $0.entity.key }
+        let held = changes.map { writeState.inFlight == $0.entity.key }
         var stores: [(entity: Entity, checkpoint: (topic: Topic, seq: Int64)?)] = []
         stores.reserveCapacity(changes.count)
         for (change, isHeld) in zip(changes, held) where !isHeld {
@@ -665,7 +623,7 @@ public actor LiveClient {
         for (change, isHeld) in zip(changes, held) {
             if case .collection = change.topic { feedEvent(change.topic, .next(change.entity, seq: change.seq)) }
             if isHeld {
-                heldDuringWrite.append(change)
+                writeState.heldDuringWrite.append(change)
                 continue
             }
             remoteChangeStored(change.entity, seq: change.seq, topic: change.topic, previous: change.previous, newest: newest[stored])
@@ -710,10 +668,10 @@ public actor LiveClient {
             if case .stream = topic { streamEvent(topic, .error(LiveError(subscriptionRefusal: code, message: message, topic: topic))) }
         case .entityChanged(let seq, let topic, let entity, let previous):
             if case .collection = topic { feedEvent(topic, .next(entity, seq: seq)) }
-            if writeInFlight == entity.key {
+            if writeState.inFlight == entity.key {
                 // Most likely the echo of the write being sent: held until the cloud's answer is applied, so
                 // observers see pending → confirmed whatever order the answer and the event arrive in.
-                heldDuringWrite.append((seq, topic, entity, previous))
+                writeState.heldDuringWrite.append((seq, topic, entity, previous))
                 return
             }
             await applyRemoteChange(entity, seq: seq, topic: topic, previous: previous)
@@ -758,7 +716,7 @@ public actor LiveClient {
         observations[entity.key]?.apply { $0.remoteChanged(entity) }
         if case .collection(let collection) = topic {
             collectionsChanged(entity, previous: .some(previous), placing: newest, seq: seq)
-            collectionEventApplied[collection] = seq
+            collectionWindows.eventApplied[collection] = seq
         } else if newest {
             collectionsChanged(entity, seq: seq)
         }
@@ -816,7 +774,7 @@ public actor LiveClient {
         do {
             guard try await cache.entityCount() > limit else { return }
             var protected = Set(observations.keys)
-            for observation in collectionObservations.values {
+            for observation in collectionWindows.observations.values {
                 for entity in observation.current.items { protected.insert(entity.key) }
             }
             let (evicted, remaining) = try await cache.evict(keepingAtMost: limit, protecting: protected)
