@@ -36,38 +36,16 @@ enum RealtimeEvent: Sendable {
 
 /// The one realtime WebSocket to the cloud: ref-counted topic subscriptions, reconnect with backoff.
 package actor RealtimeConnection {
+    /// The connection's phase, its backoff and each subscribed topic's references and how far it was heard (where
+    /// a resubscription resumes from, and the last event handed to the engine).
     private var machine = RealtimeConnectionStateMachine()
     private var writer: WebSocketOutboundWriter?
-    private var nextRef: Int64 = 0
-    /// Requests whose answer a caller of ``sendAll(_:)`` waits for: its wait, and the request's place in it.
-    private var groupedAcks: [Int64: (group: AnswerGroup, index: Int)] = [:]
-    private var earlyAnswers: [Int64: RealtimeServerMessage] = [:]
-    /// Requests waiting to be written (see ``sendAll(_:)``), whether a write is under way, and the refs of
-    /// requests whose write failed before their sender waited.
-    private var outgoing: [RealtimeClientMessage] = []
-    private var writingOutgoing = false
-    /// The last request of the batch written last, until the cloud answers it.
-    private var awaitedRef: Int64?
-    private var unsent: Set<Int64> = []
-    /// Requests whose answer nobody waits for (every unsubscription: a linger ended), until it comes.
-    private var unawaited: Set<Int64> = []
-    /// Counts connections lost: a request sent on an earlier connection gets no answer on a later one.
-    private var connectionGeneration = 0
-    // How far each subscribed topic was heard (where a resubscription resumes from, and the last event handed
-    // to the engine) is kept by `machine`, with the topic's references.
-    /// Resuming subscriptions whose ack has not arrived yet, by request ref.
-    private var resuming: [Int64: Topic] = [:]
-    /// Topics whose first acquirer's subscription awaits the cloud's answer, with the later acquirers waiting
-    /// for it: one told "subscribed" before the subscription took effect would fetch, and miss the events
-    /// between its read and the subscription's baseline (checker: a window's count off by one for good, when
-    /// windows of one collection started together after a daemon restart).
-    private var subscribing: [Topic: [CheckedContinuation<Void, Never>]] = [:]
-    /// Replayed events still to come per resumed topic (from the ack's `replayed`).
-    private var replayRemaining: [Topic: Int] = [:]
-    /// The topics that stay subscribed for a moment after their last holder left, and whether the one task that
-    /// ends their lingers runs.
-    private var lingers: TopicLingers<Topic>
-    private var lingersRunning = false
+    /// The requests sent and their answers (``RealtimeRequests``).
+    private var requestBook = RealtimeRequests()
+    /// Subscriptions under way: resuming, awaiting their answer, replaying (``SubscriptionProgress``).
+    private var progress = SubscriptionProgress()
+    /// The topics that stay subscribed for a moment after their last holder left (``Lingering``).
+    private var lingering: Lingering
     /// How often the connection pings the cloud; a ping unanswered by the next one ends the connection
     /// (``LiveSDKConfiguration/realtimePingInterval``).
     private let pingInterval: Duration
@@ -93,7 +71,7 @@ package actor RealtimeConnection {
         pingInterval: Duration = LiveSDKConfiguration.defaultRealtimePingInterval,
         engineLoop: EngineLoop = EngineLoop(group: MultiThreadedEventLoopGroup.singleton)
     ) {
-        self.lingers = TopicLingers(duration: linger)
+        self.lingering = Lingering(topics: TopicLingers(duration: linger))
         self.pingInterval = pingInterval
         self.engineLoop = engineLoop
         var base = cloudURL.hasSuffix("/") ? String(cloudURL.dropLast()) : cloudURL
@@ -160,15 +138,15 @@ package actor RealtimeConnection {
             if first, let since { machine.heard(since, of: topic) }
             if subscribeNow {
                 // Listed at once: a later request for the same topic in `requests` waits for this answer too.
-                subscribing[topic] = []
+                progress.subscribing[topic] = []
                 subscriptions.append((index, topic, since.flatMap { _ in machine.heard(topic)?.seq }))
-            } else if subscribing[topic] != nil {
+            } else if progress.subscribing[topic] != nil {
                 awaitingOthers.append(topic)
             }
         }
         let answers = await sendAll(subscriptions.map { (.subscribe, $0.topic, $0.from) })
         for (subscription, answer) in zip(subscriptions, answers) {
-            for waiter in subscribing.removeValueShrinking(forKey: subscription.topic) ?? [] { waiter.resume() }
+            for waiter in progress.subscribing.removeValueShrinking(forKey: subscription.topic) ?? [] { waiter.resume() }
             switch took(answer, of: subscription.topic, resumingFrom: subscription.from) {
             case .noAnswer, .notResumed: outcomes[subscription.index] = .subscribed
             case .resumed: outcomes[subscription.index] = .resumed
@@ -178,7 +156,7 @@ package actor RealtimeConnection {
         for topic in awaitingOthers {
             // Checked in the body: the call may suspend before running it, and the answer may come meanwhile.
             await withCheckedContinuation { waiter in
-                if subscribing[topic] != nil { subscribing[topic]?.append(waiter) } else { waiter.resume() }
+                if progress.subscribing[topic] != nil { progress.subscribing[topic]?.append(waiter) } else { waiter.resume() }
             }
         }
         return outcomes
@@ -196,9 +174,9 @@ package actor RealtimeConnection {
     /// Sends the `subscribe` of a topic just acquired first (resuming from `resumeFrom`), holding later acquirers
     /// until the cloud answers, and takes in the answer.
     private func subscribe(_ topic: Topic, from resumeFrom: Int64?) async -> SubscribeAnswer {
-        subscribing[topic] = []
+        progress.subscribing[topic] = []
         let answer = await sendAll([(.subscribe, topic, resumeFrom)])[0]
-        for waiter in subscribing.removeValueShrinking(forKey: topic) ?? [] { waiter.resume() }
+        for waiter in progress.subscribing.removeValueShrinking(forKey: topic) ?? [] { waiter.resume() }
         return took(answer, of: topic, resumingFrom: resumeFrom)
     }
 
@@ -267,25 +245,25 @@ package actor RealtimeConnection {
     /// a holder coming back meanwhile (a page move, an observer re-observing) takes it over with no gap.
     func release(_ topic: Topic) {
         guard machine.release(topic) == .linger else { return }
-        lingers.linger(topic, at: .now)
-        guard !lingersRunning else { return }
-        lingersRunning = true
+        lingering.topics.linger(topic, at: .now)
+        guard !lingering.running else { return }
+        lingering.running = true
         Task { await self.endLingers() }
     }
 
     /// Ends the lingers as they come due, the oldest first, until none is left: the topics no holder took back
     /// meanwhile are dropped, and their unsubscriptions go out together (nobody waits for their answers).
     private func endLingers() async {
-        defer { lingersRunning = false }
-        while let deadline = lingers.nextDeadline {
+        defer { lingering.running = false }
+        while let deadline = lingering.topics.nextDeadline {
             try? await Task.sleep(until: deadline, clock: .continuous)
             var unsubscribing = false
-            for topic in lingers.expired(at: .now) {
+            for topic in lingering.topics.expired(at: .now) {
                 let outcome = machine.expire(topic)
                 guard outcome.dropped else { continue }  // held again (what was heard of a dropped one went with it)
-                replayRemaining.removeValueShrinking(forKey: topic)
+                progress.replayRemaining.removeValueShrinking(forKey: topic)
                 if outcome.unsubscribe, writer != nil {
-                    unawaited.insert(queue(.unsubscribe, topic))
+                    requestBook.unawaited.insert(queue(.unsubscribe, topic))
                     unsubscribing = true
                 }
             }
@@ -483,12 +461,12 @@ package actor RealtimeConnection {
         switch message.op {
         case .ack:
             guard let ref = message.ref else { return }
-            if let topic = resuming.removeValueShrinking(forKey: ref), message.resync != true, let replayed = message.replayed {
+            if let topic = progress.resuming.removeValueShrinking(forKey: ref), message.resync != true, let replayed = message.replayed {
                 // The replay follows this ack; the topic is caught up after it (at once when empty).
                 if replayed == 0 {
                     events.yield(.caughtUp(topic))
                 } else {
-                    replayRemaining[topic] = replayed
+                    progress.replayRemaining[topic] = replayed
                 }
             }
             answered(ref, message)
@@ -514,12 +492,12 @@ package actor RealtimeConnection {
             } else if let streamMessage = message.streamMessage {
                 events.yield(.streamMessage(seq: seq, topic: topic, message: streamMessage))
             }
-            if let remaining = replayRemaining[topic] {
+            if let remaining = progress.replayRemaining[topic] {
                 if remaining <= 1 {
-                    replayRemaining.removeValueShrinking(forKey: topic)
+                    progress.replayRemaining.removeValueShrinking(forKey: topic)
                     events.yield(.caughtUp(topic))
                 } else {
-                    replayRemaining[topic] = remaining - 1
+                    progress.replayRemaining[topic] = remaining - 1
                 }
             }
         }
@@ -537,12 +515,12 @@ package actor RealtimeConnection {
         _ requests: [(op: RealtimeClientMessage.Operation, topic: Topic, since: Int64?)]
     ) async -> [RealtimeServerMessage?] {
         guard writer != nil, !requests.isEmpty else { return Array(repeating: nil, count: requests.count) }
-        let connection = connectionGeneration
+        let connection = requestBook.generation
         var refs: [Int64] = []
         refs.reserveCapacity(requests.count)
         for request in requests {
             let ref = queue(request.op, request.topic, since: request.since)
-            if request.op == .subscribe, request.since != nil { resuming[ref] = request.topic }
+            if request.op == .subscribe, request.since != nil { progress.resuming[ref] = request.topic }
             refs.append(ref)
         }
         await writeOutgoing()
@@ -551,15 +529,15 @@ package actor RealtimeConnection {
         return await withCheckedContinuation { continuation in
             let group = AnswerGroup(count: refs.count)
             // Not sent, or sent on a connection that is gone (a new one may be up already): no answer will come.
-            let linkLost = writer == nil || connection != connectionGeneration
+            let linkLost = writer == nil || connection != requestBook.generation
             for (index, ref) in refs.enumerated() {
                 // The actor is reentrant: an answer may have arrived while the write was suspended.
-                if let early = earlyAnswers.removeValueShrinking(forKey: ref) {
+                if let early = requestBook.earlyAnswers.removeValueShrinking(forKey: ref) {
                     group.answers[index] = early
                     continue
                 }
-                guard unsent.removeShrinking(ref) == nil, !linkLost else { continue }
-                groupedAcks[ref] = (group, index)
+                guard requestBook.unsent.removeShrinking(ref) == nil, !linkLost else { continue }
+                requestBook.groupedAcks[ref] = (group, index)
                 group.awaited += 1
             }
             if group.awaited == 0 {
@@ -572,34 +550,34 @@ package actor RealtimeConnection {
 
     /// Queues a request for the next batch (see ``writeOutgoing()``); returns its ref.
     private func queue(_ op: RealtimeClientMessage.Operation, _ topic: Topic, since: Int64? = nil) -> Int64 {
-        nextRef += 1
-        outgoing.append(RealtimeClientMessage(op: op, ref: nextRef, topic: topic, since: since))
-        return nextRef
+        requestBook.nextRef += 1
+        requestBook.outgoing.append(RealtimeClientMessage(op: op, ref: requestBook.nextRef, topic: topic, since: since))
+        return requestBook.nextRef
     }
 
     /// Writes the queued requests, a batch per message: one batch at a time, the next once the cloud has
     /// answered the last request of the one before (requests made meanwhile go in the next). A write that
     /// fails leaves its requests unanswered: their senders get `nil`, as the connection goes down.
     private func writeOutgoing() async {
-        guard !writingOutgoing else { return }
-        writingOutgoing = true
-        defer { writingOutgoing = false }
-        while !outgoing.isEmpty, awaitedRef == nil {
+        guard !requestBook.writing else { return }
+        requestBook.writing = true
+        defer { requestBook.writing = false }
+        while !requestBook.outgoing.isEmpty, requestBook.awaitedRef == nil {
             // As many as the cloud takes in one message: by count, and by size (a topic's name is what varies).
             var requests: [RealtimeClientMessage] = []
             var bytes = 32
-            for request in outgoing.prefix(RealtimeClientBatch.maximumRequests) {
+            for request in requestBook.outgoing.prefix(RealtimeClientBatch.maximumRequests) {
                 bytes += request.topic.description.utf8.count + 80
                 if !requests.isEmpty && bytes > RealtimeClientBatch.maximumBytes / 2 { break }
                 requests.append(request)
             }
-            outgoing.removeFirst(requests.count)
-            if outgoing.isEmpty { outgoing = [] }  // the storage a burst grew it to, given back
+            requestBook.outgoing.removeFirst(requests.count)
+            if requestBook.outgoing.isEmpty { requestBook.outgoing = [] }  // the storage a burst grew it to, given back
             guard let writer else {
                 failed(requests)
                 continue
             }
-            awaitedRef = requests.last?.ref
+            requestBook.awaitedRef = requests.last?.ref
             do {
                 // LiveJSON's encoder: a batch of a thousand subscriptions cost Foundation's a millisecond.
                 let encoder = SortedJSONEncoder()
@@ -607,7 +585,7 @@ package actor RealtimeConnection {
                 try await writer.write(.text(String(decoding: bytes, as: UTF8.self)))
             } catch {
                 logger.debug("realtime write failed", metadata: ["error": "\(error)", "requests": "\(requests.count)"])
-                awaitedRef = nil
+                requestBook.awaitedRef = nil
                 failed(requests)
             }
         }
@@ -616,128 +594,47 @@ package actor RealtimeConnection {
     /// Requests that were not sent: their waiters (if waiting already) get `nil`, and so do those still to wait.
     private func failed(_ requests: [RealtimeClientMessage]) {
         for request in requests {
-            resuming.removeValueShrinking(forKey: request.ref)
+            progress.resuming.removeValueShrinking(forKey: request.ref)
             // Nobody waits for an unsubscription (and one failed after a disconnection is no longer listed).
             if request.op == .unsubscribe {
-                unawaited.removeShrinking(request.ref)
+                requestBook.unawaited.removeShrinking(request.ref)
                 continue
             }
-            if let (group, index) = groupedAcks.removeValueShrinking(forKey: request.ref) {
+            if let (group, index) = requestBook.groupedAcks.removeValueShrinking(forKey: request.ref) {
                 group.answer(index, nil)
             } else {
-                unsent.insert(request.ref)
+                requestBook.unsent.insert(request.ref)
             }
         }
     }
 
     private func answered(_ ref: Int64, _ answer: RealtimeServerMessage) {
-        if ref == awaitedRef {
+        if ref == requestBook.awaitedRef {
             // The batch is answered: the requests made meanwhile go out as the next.
-            awaitedRef = nil
-            if !outgoing.isEmpty { Task { await self.writeOutgoing() } }
+            requestBook.awaitedRef = nil
+            if !requestBook.outgoing.isEmpty { Task { await self.writeOutgoing() } }
         }
-        if let (group, index) = groupedAcks.removeValueShrinking(forKey: ref) {
+        if let (group, index) = requestBook.groupedAcks.removeValueShrinking(forKey: ref) {
             group.answer(index, answer)
-        } else if unawaited.removeShrinking(ref) != nil {
+        } else if requestBook.unawaited.removeShrinking(ref) != nil {
             return
-        } else if ref <= nextRef {
-            earlyAnswers[ref] = answer
+        } else if ref <= requestBook.nextRef {
+            requestBook.earlyAnswers[ref] = answer
         }
     }
 
     private func disconnected() {
         writer = nil
-        connectionGeneration += 1
-        awaitedRef = nil
-        unsent.removeAll()
-        unawaited.removeAll()
-        outgoing.removeAll()
-        resuming.removeAll()
-        replayRemaining.removeAll()
-        earlyAnswers.removeAll()
-        let grouped = groupedAcks
-        groupedAcks.removeAll()
+        requestBook.generation += 1
+        requestBook.awaitedRef = nil
+        requestBook.unsent.removeAll()
+        requestBook.unawaited.removeAll()
+        requestBook.outgoing.removeAll()
+        progress.resuming.removeAll()
+        progress.replayRemaining.removeAll()
+        requestBook.earlyAnswers.removeAll()
+        let grouped = requestBook.groupedAcks
+        requestBook.groupedAcks.removeAll()
         for (group, index) in grouped.values { group.answer(index, nil) }
-    }
-}
-
-/// One wait for the answers of several requests (``RealtimeConnection/sendAll(_:)``). Used on the realtime
-/// connection's executor only.
-private final class AnswerGroup {
-    var answers: [RealtimeServerMessage?]
-    /// How many answers are still awaited.
-    var awaited = 0
-    var continuation: CheckedContinuation<[RealtimeServerMessage?], Never>?
-
-    init(count: Int) { answers = Array(repeating: nil, count: count) }
-
-    /// The answer at `index` came (`nil`: none will); the last awaited ends the wait.
-    func answer(_ index: Int, _ message: RealtimeServerMessage?) {
-        answers[index] = message
-        awaited -= 1
-        guard awaited == 0, let continuation else { return }
-        self.continuation = nil
-        continuation.resume(returning: answers)
-    }
-}
-
-/// The WebSocket handshake did not complete in time.
-struct RealtimeHandshakeTimeout: Error, CustomStringConvertible {
-    let timeout: Duration
-    var description: String { "the realtime connection's handshake did not complete within \(timeout)" }
-}
-
-/// One connection attempt's outcome, given once: by the attempt when it ends, or by a timeout or a
-/// cancellation while the handshake has not completed.
-final class HandshakeGuard: Sendable {
-    private struct State {
-        var continuation: CheckedContinuation<Void, any Error>?
-        var outcome: Result<Void, any Error>?
-        var connected = false
-        var done = false
-    }
-
-    private let state = Mutex(State())
-
-    /// The waiter; resumed at once if the outcome is known already.
-    func waiting(_ continuation: CheckedContinuation<Void, any Error>) {
-        let outcome: Result<Void, any Error>? = state.withLock { state in
-            guard !state.done else { return nil }
-            guard let outcome = state.outcome else {
-                state.continuation = continuation
-                return nil
-            }
-            state.done = true
-            return outcome
-        }
-        if let outcome { continuation.resume(with: outcome) }
-    }
-
-    /// The handshake completed: from now on only the attempt's end ends the wait. Returns false when the
-    /// attempt was given up already: the connection is not to be used.
-    func connected() -> Bool {
-        state.withLock { state in
-            guard !state.done, state.outcome == nil else { return false }
-            state.connected = true
-            return true
-        }
-    }
-
-    func finish(_ outcome: Result<Void, any Error>) { resolve(outcome, onlyIfNotConnected: false) }
-
-    func giveUpIfNotConnected(_ error: any Error) { resolve(.failure(error), onlyIfNotConnected: true) }
-
-    private func resolve(_ outcome: Result<Void, any Error>, onlyIfNotConnected: Bool) {
-        let continuation: CheckedContinuation<Void, any Error>? = state.withLock { state in
-            guard !state.done, !(onlyIfNotConnected && state.connected) else { return nil }
-            guard let continuation = state.continuation else {
-                if state.outcome == nil { state.outcome = outcome }
-                return nil
-            }
-            state.done = true
-            state.continuation = nil
-            return continuation
-        }
-        continuation?.resume(with: outcome)
     }
 }
