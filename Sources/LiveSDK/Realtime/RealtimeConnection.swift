@@ -11,41 +11,18 @@ import NIOWebSocket
 import Synchronization
 import WSClient
 
-/// What the realtime connection tells the engine.
-enum RealtimeEvent: Sendable {
-    /// The WebSocket is open and every wanted topic has been (re)subscribed, resuming from the last event
-    /// seen where the cloud could replay what was missed. The objects of `needRefresh` could not be resumed
-    /// (never had a baseline, the cloud said resync, or refused them) and must be fetched again. Those of
-    /// `refused` were refused: a ``subscriptionRefused(_:code:message:)`` told of each before; their feeds and
-    /// streams got that error instead of a resync notice.
-    case connected(needRefresh: Set<Topic>, refused: Set<Topic>)
-    case statusChanged(ConnectionStatus)
-    /// An entity changed on a subscribed topic (a write is published on its object topic and on its
-    /// collection's topic: subscribed to both, the engine hears it twice).
-    /// `previous`: the object's data before the write (`nil` when it did not exist).
-    case entityChanged(seq: Int64, topic: Topic, entity: Entity, previous: JSONValue?)
-    /// A message arrived on a subscribed stream topic.
-    case streamMessage(seq: Int64, topic: Topic, message: StreamMessage)
-    /// The cloud refused to subscribe the topic (when it was subscribed on connect, not by ``RealtimeConnection/acquire(_:)``,
-    /// which returns the refusal itself).
-    case subscriptionRefused(Topic, code: CloudErrorCode?, message: String)
-    /// A resumed subscription's replay is over: the engine has every event of the topic up to the resume's
-    /// acknowledgement (follows the last replayed event).
-    case caughtUp(Topic)
-}
-
 /// The one realtime WebSocket to the cloud: ref-counted topic subscriptions, reconnect with backoff.
 package actor RealtimeConnection {
     /// The connection's phase, its backoff and each subscribed topic's references and how far it was heard (where
     /// a resubscription resumes from, and the last event handed to the engine).
-    private var machine = RealtimeConnectionStateMachine()
-    private var writer: WebSocketOutboundWriter?
+    var machine = RealtimeConnectionStateMachine()
+    var writer: WebSocketOutboundWriter?
     /// The requests sent and their answers (``RealtimeRequests``).
-    private var requestBook = RealtimeRequests()
+    var requestBook = RealtimeRequests()
     /// Subscriptions under way: resuming, awaiting their answer, replaying (``SubscriptionProgress``).
-    private var progress = SubscriptionProgress()
+    var progress = SubscriptionProgress()
     /// The topics that stay subscribed for a moment after their last holder left (``Lingering``).
-    private var lingering: Lingering
+    var lingering: Lingering
     /// How often the connection pings the cloud; a ping unanswered by the next one ends the connection
     /// (``LiveSDKConfiguration/realtimePingInterval``).
     private let pingInterval: Duration
@@ -58,7 +35,7 @@ package actor RealtimeConnection {
     private let session: Session
     /// The engine's HTTP connections to the same cloud: renewed when this connection finds the cloud silent.
     private let cloudConnections: CloudConnections
-    private let logger: Logger
+    let logger: Logger
     private let events: BatchQueue<RealtimeEvent>
 
     init(
@@ -96,180 +73,6 @@ package actor RealtimeConnection {
     /// subscribed: the engine compares it with the last one it applied to know whether events are still on
     /// their way to it. Until the engine has applied that one, ``lastSeq(of:)`` is ahead of what it holds.
     func lastEventSeq(of topic: Topic) -> Int64? { machine.heard(topic)?.eventSeq }
-
-    /// Takes a reference on `topic`; returns once the cloud answered the subscription, or at once when
-    /// the connection is down or the topic was subscribed already (it is then subscribed on connect, and a
-    /// ``RealtimeEvent/connected`` follows).
-    /// - Returns: the cloud's `error` answer when it refused the subscription (then no reference is held).
-    @discardableResult
-    func acquire(_ topic: Topic) async -> RealtimeServerMessage? {
-        let outcome = await acquire(topic, since: nil)
-        if case .refused(let answer) = outcome { return answer }
-        return nil
-    }
-
-    enum AcquireOutcome: Sendable {
-        /// Subscribed now, or (not connected, or already subscribed) on its way: fetch to have the state.
-        case subscribed
-        /// Resumed from `since` with continuity proven: the missed events follow, then ``RealtimeEvent/caughtUp(_:)``.
-        case resumed
-        /// The cloud refused: no reference is held.
-        case refused(RealtimeServerMessage)
-    }
-
-    /// Takes a reference on `topic`, resuming from `since` (a checkpoint the engine's cache holds) when it
-    /// is the first: the cloud replays what came after it, and no fetch is needed.
-    func acquire(_ topic: Topic, since: Int64?) async -> AcquireOutcome {
-        await acquire([(topic, since)])[0]
-    }
-
-    /// ``acquire(_:since:)`` for many topics from one task: the subscriptions the first references need go out
-    /// together (in batches, as any) and one wait takes every answer. A burst of observations activated at once
-    /// (thousands told a cached copy, each resuming its topic from its checkpoint) thus costs one task, not one
-    /// each, with its frames held until the cloud answers. Returns the outcomes in the order of `requests`.
-    func acquire(_ requests: [(topic: Topic, since: Int64?)]) async -> [AcquireOutcome] {
-        var outcomes = [AcquireOutcome](repeating: .subscribed, count: requests.count)
-        var subscriptions: [(index: Int, topic: Topic, from: Int64?)] = []
-        // Topics whose first acquirer's subscription is still unanswered: told "subscribed" once it is answered.
-        var awaitingOthers: [Topic] = []
-        for (index, (topic, since)) in requests.enumerated() {
-            let first = !machine.wants(topic)
-            let subscribeNow = machine.acquire(topic)
-            if first, let since { machine.heard(since, of: topic) }
-            if subscribeNow {
-                // Listed at once: a later request for the same topic in `requests` waits for this answer too.
-                progress.subscribing[topic] = []
-                subscriptions.append((index, topic, since.flatMap { _ in machine.heard(topic)?.seq }))
-            } else if progress.subscribing[topic] != nil {
-                awaitingOthers.append(topic)
-            }
-        }
-        let answers = await sendAll(subscriptions.map { (.subscribe, $0.topic, $0.from) })
-        for (subscription, answer) in zip(subscriptions, answers) {
-            for waiter in progress.subscribing.removeValueShrinking(forKey: subscription.topic) ?? [] { waiter.resume() }
-            switch took(answer, of: subscription.topic, resumingFrom: subscription.from) {
-            case .noAnswer, .notResumed: outcomes[subscription.index] = .subscribed
-            case .resumed: outcomes[subscription.index] = .resumed
-            case .refused(let answer): outcomes[subscription.index] = .refused(answer)
-            }
-        }
-        for topic in awaitingOthers {
-            // Checked in the body: the call may suspend before running it, and the answer may come meanwhile.
-            await withCheckedContinuation { waiter in
-                if progress.subscribing[topic] != nil { progress.subscribing[topic]?.append(waiter) } else { waiter.resume() }
-            }
-        }
-        return outcomes
-    }
-
-    private enum SubscribeAnswer {
-        /// The link went down first: the topic is subscribed on connect.
-        case noAnswer
-        case resumed
-        /// Subscribed from the cloud's head (no resumption asked for, or continuity not proven).
-        case notResumed
-        case refused(RealtimeServerMessage)
-    }
-
-    /// Sends the `subscribe` of a topic just acquired first (resuming from `resumeFrom`), holding later acquirers
-    /// until the cloud answers, and takes in the answer.
-    private func subscribe(_ topic: Topic, from resumeFrom: Int64?) async -> SubscribeAnswer {
-        progress.subscribing[topic] = []
-        let answer = await sendAll([(.subscribe, topic, resumeFrom)])[0]
-        for waiter in progress.subscribing.removeValueShrinking(forKey: topic) ?? [] { waiter.resume() }
-        return took(answer, of: topic, resumingFrom: resumeFrom)
-    }
-
-    /// Takes in the answer to the `subscribe` of a topic just acquired first (resuming from `resumeFrom`).
-    private func took(_ answer: RealtimeServerMessage?, of topic: Topic, resumingFrom resumeFrom: Int64?) -> SubscribeAnswer {
-        guard let answer else { return .noAnswer }
-        if answer.op == .error {
-            machine.abandon(topic)
-            machine.forgetHeard(topic)
-            return .refused(answer)
-        }
-        if let seq = answer.seq {
-            if resumeFrom != nil && answer.resync != true && answer.replayed != nil { return .resumed }
-            machine.heard(seq, of: topic)
-        }
-        return .notResumed
-    }
-
-    /// Those of `topics` that are held or linger (subscribed, or to be subscribed on connect).
-    func held(_ topics: [Topic]) -> Set<Topic> { Set(topics.lazy.filter { self.machine.wants($0) }) }
-
-    /// What ``acquire(_:readAsOf:)`` did.
-    enum ReadSubscription: Sendable {
-        /// Subscribed from the read: every event after it follows (the missed ones replayed), then
-        /// ``RealtimeEvent/caughtUp(_:)``.
-        case resumed
-        /// The link is down: the topic is subscribed on connect, resuming from the read, and named in
-        /// ``RealtimeEvent/connected(needRefresh:refused:)`` if the cloud cannot resume it.
-        case deferred
-        /// Subscribed, but the cloud could not resume from the read (or the topic was held already): what
-        /// changed since the read may be missed, so read it again.
-        case readAgain
-        /// The cloud refused: no reference is held.
-        case refused(RealtimeServerMessage)
-    }
-
-    /// Takes the first reference on `topic` for an object just read as of event `seq` (the cloud's batched read
-    /// says which): its subscription resumes from the read, so the cloud replays what changed since, and the
-    /// read needed no subscription before it (a burst of new observations is read in large batches at once,
-    /// rather than each after its own subscription's answer).
-    func acquire(_ topic: Topic, readAsOf seq: Int64) async -> ReadSubscription {
-        guard !machine.wants(topic) else {
-            if case .refused(let answer) = await acquire(topic, since: nil) { return .refused(answer) }
-            return .readAgain
-        }
-        let subscribeNow = machine.acquire(topic)
-        machine.heard(seq, of: topic)
-        guard subscribeNow else { return .deferred }
-        switch await subscribe(topic, from: seq) {
-        case .noAnswer: return .deferred  // the link went down: resubscribed on connect, from `seq`
-        case .resumed: return .resumed
-        case .notResumed: return .readAgain
-        case .refused(let answer): return .refused(answer)
-        }
-    }
-
-    /// Reads of `topics` made as of event `seq` while their subscriptions had no baseline (the link was down or
-    /// still connecting): each subscription made when the link is up resumes from its topic's first such read,
-    /// so the cloud replays what changed after it (with continuity proven) instead of the engine fetching again
-    /// after a resync notice. A topic with a baseline already, or no longer held, is left as it is.
-    func read(_ topics: [Topic], asOf seq: Int64) {
-        for topic in topics { machine.heardFirst(seq, of: topic) }
-    }
-
-    /// Drops a reference on `topic`. When it was the last, the topic lingers for a moment, still subscribed:
-    /// a holder coming back meanwhile (a page move, an observer re-observing) takes it over with no gap.
-    func release(_ topic: Topic) {
-        guard machine.release(topic) == .linger else { return }
-        lingering.topics.linger(topic, at: .now)
-        guard !lingering.running else { return }
-        lingering.running = true
-        Task { await self.endLingers() }
-    }
-
-    /// Ends the lingers as they come due, the oldest first, until none is left: the topics no holder took back
-    /// meanwhile are dropped, and their unsubscriptions go out together (nobody waits for their answers).
-    private func endLingers() async {
-        defer { lingering.running = false }
-        while let deadline = lingering.topics.nextDeadline {
-            try? await Task.sleep(until: deadline, clock: .continuous)
-            var unsubscribing = false
-            for topic in lingering.topics.expired(at: .now) {
-                let outcome = machine.expire(topic)
-                guard outcome.dropped else { continue }  // held again (what was heard of a dropped one went with it)
-                progress.replayRemaining.removeValueShrinking(forKey: topic)
-                if outcome.unsubscribe, writer != nil {
-                    requestBook.unawaited.insert(queue(.unsubscribe, topic))
-                    unsubscribing = true
-                }
-            }
-            if unsubscribing { await writeOutgoing() }
-        }
-    }
 
     /// Connects and reconnects until the task is cancelled.
     func run() async {
@@ -500,126 +303,6 @@ package actor RealtimeConnection {
                     progress.replayRemaining[topic] = remaining - 1
                 }
             }
-        }
-    }
-
-    /// Sends requests and waits for their answers (an ack or an error each), in the order of `requests`: `nil`
-    /// for a request not sent, or sent on a connection that went down. One wait takes every answer, so a burst
-    /// of subscriptions made from one task (``acquire(_:)``) costs that task's frames once.
-    ///
-    /// Requests are batched (see ``writeOutgoing()``): one made while a batch awaits its answer goes in the next,
-    /// with every request made meanwhile, as one `batch` message. A burst of subscriptions (new observations, a
-    /// reconnection's resubscriptions) costs a message per batch, not one per topic; a request alone goes out
-    /// at once.
-    private func sendAll(
-        _ requests: [(op: RealtimeClientMessage.Operation, topic: Topic, since: Int64?)]
-    ) async -> [RealtimeServerMessage?] {
-        guard writer != nil, !requests.isEmpty else { return Array(repeating: nil, count: requests.count) }
-        let connection = requestBook.generation
-        var refs: [Int64] = []
-        refs.reserveCapacity(requests.count)
-        for request in requests {
-            let ref = queue(request.op, request.topic, since: request.since)
-            if request.op == .subscribe, request.since != nil { progress.resuming[ref] = request.topic }
-            refs.append(ref)
-        }
-        await writeOutgoing()
-        // Everything below in the body: the call may suspend before running it (an executor switch), and an answer
-        // or the connection's loss handled meanwhile would find no waiter to give it to.
-        return await withCheckedContinuation { continuation in
-            let group = AnswerGroup(count: refs.count)
-            // Not sent, or sent on a connection that is gone (a new one may be up already): no answer will come.
-            let linkLost = writer == nil || connection != requestBook.generation
-            for (index, ref) in refs.enumerated() {
-                // The actor is reentrant: an answer may have arrived while the write was suspended.
-                if let early = requestBook.earlyAnswers.removeValueShrinking(forKey: ref) {
-                    group.answers[index] = early
-                    continue
-                }
-                guard requestBook.unsent.removeShrinking(ref) == nil, !linkLost else { continue }
-                requestBook.groupedAcks[ref] = (group, index)
-                group.awaited += 1
-            }
-            if group.awaited == 0 {
-                continuation.resume(returning: group.answers)
-            } else {
-                group.continuation = continuation
-            }
-        }
-    }
-
-    /// Queues a request for the next batch (see ``writeOutgoing()``); returns its ref.
-    private func queue(_ op: RealtimeClientMessage.Operation, _ topic: Topic, since: Int64? = nil) -> Int64 {
-        requestBook.nextRef += 1
-        requestBook.outgoing.append(RealtimeClientMessage(op: op, ref: requestBook.nextRef, topic: topic, since: since))
-        return requestBook.nextRef
-    }
-
-    /// Writes the queued requests, a batch per message: one batch at a time, the next once the cloud has
-    /// answered the last request of the one before (requests made meanwhile go in the next). A write that
-    /// fails leaves its requests unanswered: their senders get `nil`, as the connection goes down.
-    private func writeOutgoing() async {
-        guard !requestBook.writing else { return }
-        requestBook.writing = true
-        defer { requestBook.writing = false }
-        while !requestBook.outgoing.isEmpty, requestBook.awaitedRef == nil {
-            // As many as the cloud takes in one message: by count, and by size (a topic's name is what varies).
-            var requests: [RealtimeClientMessage] = []
-            var bytes = 32
-            for request in requestBook.outgoing.prefix(RealtimeClientBatch.maximumRequests) {
-                bytes += request.topic.description.utf8.count + 80
-                if !requests.isEmpty && bytes > RealtimeClientBatch.maximumBytes / 2 { break }
-                requests.append(request)
-            }
-            requestBook.outgoing.removeFirst(requests.count)
-            if requestBook.outgoing.isEmpty { requestBook.outgoing = [] }  // the storage a burst grew it to, given back
-            guard let writer else {
-                failed(requests)
-                continue
-            }
-            requestBook.awaitedRef = requests.last?.ref
-            do {
-                // LiveJSON's encoder: a batch of a thousand subscriptions cost Foundation's a millisecond.
-                let encoder = SortedJSONEncoder()
-                let bytes = try requests.count == 1 ? encoder.encode(requests[0]) : encoder.encode(RealtimeClientBatch(requests: requests))
-                try await writer.write(.text(String(decoding: bytes, as: UTF8.self)))
-            } catch {
-                logger.debug("realtime write failed", metadata: ["error": "\(error)", "requests": "\(requests.count)"])
-                requestBook.awaitedRef = nil
-                failed(requests)
-            }
-        }
-    }
-
-    /// Requests that were not sent: their waiters (if waiting already) get `nil`, and so do those still to wait.
-    private func failed(_ requests: [RealtimeClientMessage]) {
-        for request in requests {
-            progress.resuming.removeValueShrinking(forKey: request.ref)
-            // Nobody waits for an unsubscription (and one failed after a disconnection is no longer listed).
-            if request.op == .unsubscribe {
-                requestBook.unawaited.removeShrinking(request.ref)
-                continue
-            }
-            if let (group, index) = requestBook.groupedAcks.removeValueShrinking(forKey: request.ref) {
-                group.answer(index, nil)
-            } else {
-                requestBook.unsent.insert(request.ref)
-            }
-        }
-    }
-
-    private func answered(_ ref: Int64, _ answer: RealtimeServerMessage) {
-        if ref == requestBook.awaitedRef {
-            // The batch is answered: the requests made meanwhile go out as the next.
-            requestBook.awaitedRef = nil
-            if !requestBook.outgoing.isEmpty { Task { await self.writeOutgoing() } }
-        }
-        if let (group, index) = requestBook.groupedAcks.removeValueShrinking(forKey: ref) {
-            group.answer(index, answer)
-        } else if requestBook.unawaited.removeShrinking(ref) != nil {
-            return
-        } else if ref <= requestBook.nextRef {
-            requestBook.earlyAnswers[ref] = answer
         }
     }
 
