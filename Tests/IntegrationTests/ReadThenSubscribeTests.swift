@@ -22,7 +22,7 @@ import Testing
             let first = await engine.object(collection: "posts", id: "r1").observe { _ in }
             try await eventually("the first observation's read sent") { await !engine.fetchBatches.waiters.isEmpty }
             first.invalidate()
-            try await eventually("the first observation released") { await engine.observations[key] == nil }
+            try await eventually("the first observation released") { await engine.objects.observations[key] == nil }
             let changes = Received<LiveObjectChange>()
             let second = await engine.object(collection: "posts", id: "r1").observe { changes.add($0) }
             try await cluster.fault(#"{"delayRequestsMs":0}"#)

@@ -65,7 +65,7 @@ extension LiveClient {
     /// it is.
     public func activateAtOnce(_ keys: [EntityKey]) {
         for key in keys {
-            guard let observation = observations[key] else { continue }
+            guard let observation = objects.observations[key] else { continue }
             if activationDeferral.take(observation) {
                 commandSink.yield(.activate(key))
             } else if !observation.hasStarted {
@@ -77,7 +77,7 @@ extension LiveClient {
     private func perform(_ step: Deferral.Step) {
         switch step {
         case .activate(let due):
-            for observation in due where observations[observation.key] === observation {
+            for observation in due where objects.observations[observation.key] === observation {
                 commandSink.yield(.activate(observation.key))
             }
         case .awaitPause:

@@ -8,6 +8,12 @@ import NIOCore
 import NIOPosix
 import Synchronization
 
+/// The cache's size bound (`nil`: none), and when its eviction passes run (``EvictionPacing``).
+struct EvictionState {
+    var maxEntities: Int?
+    var pacing: EvictionPacing?
+}
+
 // The cache's size bound: eviction passes, paced.
 extension LiveClient {
     /// Counts stores into the cache toward its size bound, and asks for an eviction pass when one is due
@@ -22,8 +28,8 @@ extension LiveClient {
     /// being observed (what it kept in the cache may go; without this the cache stayed over its bound after a
     /// burst of observations ended, until something else was stored).
     func askForEviction(_ ask: EvictionPacing.Ask) {
-        guard evictionPacing != nil else { return }
-        pace(evictionPacing!.ask(ask, now: .now))
+        guard eviction.pacing != nil else { return }
+        pace(eviction.pacing!.ask(ask, now: .now))
     }
 
     private func pace(_ action: EvictionPacing.Action) {
@@ -38,8 +44,8 @@ extension LiveClient {
     }
 
     func evictionBackoffEnded() {
-        guard evictionPacing != nil else { return }
-        pace(evictionPacing!.backoffEnded(now: .now))
+        guard eviction.pacing != nil else { return }
+        pace(eviction.pacing!.backoffEnded(now: .now))
     }
 
     /// Evicts unobserved objects, least recently used first, if the cache holds more than its bound: counts them
@@ -48,12 +54,12 @@ extension LiveClient {
     func evictOverBound() async {
         var overBound = false
         defer {
-            if evictionPacing != nil { pace(evictionPacing!.passEnded(overBound: overBound, now: .now)) }
+            if eviction.pacing != nil { pace(eviction.pacing!.passEnded(overBound: overBound, now: .now)) }
         }
-        guard let limit = cacheMaxEntities else { return }
+        guard let limit = eviction.maxEntities else { return }
         do {
             guard try await cache.entityCount() > limit else { return }
-            var protected = Set(observations.keys)
+            var protected = Set(objects.observations.keys)
             for observation in collectionWindows.observations.values {
                 for entity in observation.current.items { protected.insert(entity.key) }
             }

@@ -8,6 +8,17 @@ import NIOCore
 import NIOPosix
 import Synchronization
 
+/// The engine's observed objects: one shared observation per key, and the reads under way.
+package struct ObjectObservationsState {
+    package var observations: [EntityKey: SharedObjectObservation] = [:]
+    /// Objects being read now: one read per object at a time.
+    var fetching: Set<EntityKey> = []
+    /// Objects to read once more when their read under way ends (a refresh asked for meanwhile).
+    var refetchWanted: Set<EntityKey> = []
+    /// Objects whose subscription resumed from a checkpoint, until its replay is over.
+    var awaitingCatchUp: Set<EntityKey> = []
+}
+
 // Observing objects: each key's shared observation, its activation (a read, or a resumption from the cache's
 // checkpoint), its refreshes and its release.
 extension LiveClient {
@@ -32,12 +43,12 @@ extension LiveClient {
         for request in requests {
             let key = request.key
             let observation: SharedObjectObservation
-            if let existing = observations[key] {
+            if let existing = objects.observations[key] {
                 observation = existing
                 if request.activatesAtOnce { activateAtOnce([key]) }
             } else {
                 observation = SharedObjectObservation(key: key)
-                observations[key] = observation
+                objects.observations[key] = observation
                 new.append(observation)
                 if request.activatesAtOnce { startBatch.activatingAtOnce.insert(key) }
             }
@@ -97,7 +108,7 @@ extension LiveClient {
     func activate(_ keys: [EntityKey]) async {
         var candidates: [(observation: SharedObjectObservation, topic: Topic, checkpoint: Int64?)] = []
         for key in keys {
-            guard let observation = observations[key] else { continue }
+            guard let observation = objects.observations[key] else { continue }
             let topic = Topic.object(key)
             var checkpoint: Int64?
             if let read = observation.takeStartCheckpoint() {
@@ -127,16 +138,16 @@ extension LiveClient {
             }
             var resumptions: [Resumption] = []
             // Not one released meanwhile (observed anew, its key has an observation of its own, activated on its own).
-            for (observation, topic, checkpoint) in candidates where observations[observation.key] === observation {
+            for (observation, topic, checkpoint) in candidates where objects.observations[observation.key] === observation {
                 let key = observation.key
                 // Not while an earlier observation's fetch of the object still runs (it was released and observed
                 // anew): this one would only be told to fetch again after it, and its topic would never be subscribed.
-                if checkpoint == nil, !held.contains(topic), !fetching.contains(key) {
+                if checkpoint == nil, !held.contains(topic), !objects.fetching.contains(key) {
                     group.addTask { await self.refresh(key, subscribingFromTheRead: true) }
                     continue
                 }
                 if checkpoint != nil {
-                    awaitingCatchUp.insert(key)
+                    objects.awaitingCatchUp.insert(key)
                     observation.apply { state in
                         state.resumeStarted()
                         return nil
@@ -170,7 +181,7 @@ extension LiveClient {
     /// released before their turn came (a chunk of a burst waits for the one before) take no reference: their
     /// release dropped none.
     private func resume(_ resumptions: [Resumption]) async {
-        let current = resumptions.filter { observations[$0.observation.key] === $0.observation }
+        let current = resumptions.filter { objects.observations[$0.observation.key] === $0.observation }
         let outcomes = await realtime.acquire(current.map { ($0.topic, $0.checkpoint) })
         await withDiscardingTaskGroup { group in
             for (resumption, outcome) in zip(current, outcomes) {
@@ -179,7 +190,7 @@ extension LiveClient {
                     continue  // caughtUp follows the replay
                 case .subscribed, .refused:
                     let key = resumption.observation.key
-                    if awaitingCatchUp.removeShrinking(key) != nil { observations[key]?.apply { $0.resumeAbandoned() } }
+                    if objects.awaitingCatchUp.removeShrinking(key) != nil { objects.observations[key]?.apply { $0.resumeAbandoned() } }
                     group.addTask { await self.refresh(key) }
                 }
             }
@@ -191,17 +202,17 @@ extension LiveClient {
     /// one runs makes it fetch once more. `subscribingFromTheRead`: the topic is not subscribed yet, and the
     /// first successful read subscribes it from there (see ``activate(_:)``).
     func refresh(_ key: EntityKey, subscribingFromTheRead: Bool = false) async {
-        guard let observation = observations[key] else { return }
-        guard !fetching.contains(key) else {
-            refetchWanted.insert(key)
+        guard let observation = objects.observations[key] else { return }
+        guard !objects.fetching.contains(key) else {
+            objects.refetchWanted.insert(key)
             return
         }
-        fetching.insert(key)
-        defer { fetching.removeShrinking(key) }
+        objects.fetching.insert(key)
+        defer { objects.fetching.removeShrinking(key) }
         var failures = 0
         var subscribeAfterRead = subscribingFromTheRead
-        while observations[key] === observation {
-            refetchWanted.removeShrinking(key)
+        while objects.observations[key] === observation {
+            objects.refetchWanted.removeShrinking(key)
             // `loading` once: a retry after a failure stays `error` until it succeeds, rather than telling
             // observers loading/error again at every attempt.
             if failures == 0 { observation.apply { $0.fetchStarted() } }
@@ -221,11 +232,11 @@ extension LiveClient {
                 readOutcome(key.collection, nil)
                 cacheStored(1)
                 failures = 0
-                if subscribeAfterRead, observations[key] === observation {
+                if subscribeAfterRead, objects.observations[key] === observation {
                     subscribeAfterRead = false
-                    if !(await gatedSubscription({ await subscribe(observation, readAt: readAt) })) { refetchWanted.insert(key) }
+                    if !(await gatedSubscription({ await subscribe(observation, readAt: readAt) })) { objects.refetchWanted.insert(key) }
                 }
-                if !refetchWanted.contains(key) { break }
+                if !objects.refetchWanted.contains(key) { break }
             } catch {
                 failures += 1
                 logger.warning("fetch failed", metadata: ["key": "\(key)", "error": "\(error)", "attempt": "\(failures)"])
@@ -242,7 +253,7 @@ extension LiveClient {
         if observation.isUnobserved { commandSink.yield(.release(key)) }
         // The observation was released and observed anew while this fetch ran (its answer went to the old
         // one): the new one asked for a fetch and was told one runs. It gets its own.
-        if observations[key] !== observation, observations[key] != nil, refetchWanted.remove(key) != nil {
+        if objects.observations[key] !== observation, objects.observations[key] != nil, objects.refetchWanted.remove(key) != nil {
             commandSink.yield(.refresh(key))
         }
     }
@@ -260,7 +271,7 @@ extension LiveClient {
     /// long after the read): its release dropped no reference, so one taken now would stay for ever.
     private func subscribe(_ observation: SharedObjectObservation, readAt: Int64?) async -> Bool {
         let key = observation.key
-        guard observations[key] === observation else { return true }
+        guard objects.observations[key] === observation else { return true }
         let topic = Topic.object(key)
         guard let readAt else {
             _ = await realtime.acquire(topic, since: nil)
@@ -286,9 +297,9 @@ extension LiveClient {
     }
 
     func releaseIfUnobserved(_ key: EntityKey) async {
-        guard let observation = observations[key], observation.isUnobserved else { return }
-        observations[key] = nil
-        awaitingCatchUp.removeShrinking(key)
+        guard let observation = objects.observations[key], observation.isUnobserved else { return }
+        objects.observations[key] = nil
+        objects.awaitingCatchUp.removeShrinking(key)
         askForEviction(.released)
         await realtime.release(.object(key))
     }

@@ -38,7 +38,7 @@ extension LiveClient {
     {
         let key = try Self.checkedWrite(collection: collection, id: id, change)
         let outboxID = try await outbox.enqueue(key, change, ifVersion: ifVersion)
-        observations[key]?.apply { $0.localWrite(outboxID, change) }
+        objects.observations[key]?.apply { $0.localWrite(outboxID, change) }
         await pendingChanged(key)
         outboxSignal.yield()
         return outboxID
@@ -147,7 +147,7 @@ extension LiveClient {
                     writeState.doneButQueued.insert(entry.id)
                     logger.debug("removing a confirmed write from the outbox failed", metadata: ["key": "\(entry.key)", "error": "\(error)"])
                 }
-                observations[entry.key]?.apply { $0.writeConfirmed(entry.id, entity) }
+                objects.observations[entry.key]?.apply { $0.writeConfirmed(entry.id, entity) }
                 // An older copy places nothing: a window a newer event moved the object out of never takes it back.
                 collectionsChanged(entity, placing: newest)
                 await pendingChanged(entry.key)
@@ -175,7 +175,7 @@ extension LiveClient {
                     writeState.doneButQueued.insert(entry.id)
                     logger.debug("removing a rejected write from the outbox failed", metadata: ["error": "\(error)"])
                 }
-                observations[entry.key]?.apply { $0.writeRejected(entry.id, error) }
+                objects.observations[entry.key]?.apply { $0.writeRejected(entry.id, error) }
                 await pendingChanged(entry.key)
                 await releaseHeldChanges()
                 finish(entry.id, .failure(error))

@@ -8,6 +8,12 @@ import NIOCore
 import NIOPosix
 import Synchronization
 
+/// Who is told of the realtime connection's status, by id.
+struct ConnectionWatch {
+    var observers: [Int: @Sendable (ConnectionStatus) -> Void] = [:]
+    var nextID = 0
+}
+
 // The realtime connection's events, in order: into the cache first, then to the observers and the windows.
 extension LiveClient {
     /// Handles the realtime connection's events in order, a batch at a time (everything that arrived while the
@@ -74,7 +80,7 @@ extension LiveClient {
         case .statusChanged(let status):
             guard status != connectionStatus else { return }
             connectionStatus = status
-            for observer in connectionObservers.values { observer(status) }
+            for observer in connectionWatch.observers.values { observer(status) }
             feedStatusChanged(status)
         case .connected(let needRefresh, let refused):
             forgetReadability()
@@ -93,7 +99,7 @@ extension LiveClient {
                     if !refused.contains(topic) { streamEvent(topic, .resync) }
                     continue
                 }
-                guard case .object(let key) = topic, let observation = observations[key] else { continue }
+                guard case .object(let key) = topic, let observation = objects.observations[key] else { continue }
                 logger.notice("resync: continuity with the cloud could not be proven", metadata: ["key": "\(key)"])
                 observation.apply { $0.resyncStarted() }
                 commandSink.yield(.refresh(key))
@@ -114,8 +120,8 @@ extension LiveClient {
             await applyRemoteChange(entity, seq: seq, topic: topic, previous: previous)
         case .caughtUp(let topic):
             if case .collection(let collection) = topic { await collectionsCaughtUp(collection) }
-            guard case .object(let key) = topic, awaitingCatchUp.removeShrinking(key) != nil else { return }
-            observations[key]?.apply { $0.caughtUp() }
+            guard case .object(let key) = topic, objects.awaitingCatchUp.removeShrinking(key) != nil else { return }
+            objects.observations[key]?.apply { $0.caughtUp() }
         }
     }
 
@@ -141,7 +147,7 @@ extension LiveClient {
     /// The rest of ``applyRemoteChange(_:seq:topic:previous:)`` once the entity is in the cache: `newest` says
     /// whether it is the newest copy the cache knows.
     private func remoteChangeStored(_ entity: Entity, seq: Int64, topic: Topic, previous: JSONValue?, newest: Bool) {
-        if let observation = observations[entity.key], observation.skipsVersions(entity) {
+        if let observation = objects.observations[entity.key], observation.skipsVersions(entity) {
             // Events of the object were missed: said before the newer version, then fetched as after a resync.
             logger.notice(
                 "resync: an event skipped versions of an observed object",
@@ -150,7 +156,7 @@ extension LiveClient {
             observation.apply { $0.resyncStarted() }
             commandSink.yield(.refresh(entity.key))
         }
-        observations[entity.key]?.apply { $0.remoteChanged(entity) }
+        objects.observations[entity.key]?.apply { $0.remoteChanged(entity) }
         if case .collection(let collection) = topic {
             collectionsChanged(entity, previous: .some(previous), placing: newest, seq: seq)
             collectionWindows.eventApplied[collection] = seq

@@ -43,6 +43,12 @@ public actor LiveClient {
     let realtimeEvents: BatchQueue<RealtimeEvent>
     /// What the engine's loop is asked to do (``Command``), taken a batch at a time by ``runOnEngineLoop()``.
     let commandSink = BatchQueue<Command>()
+    /// The objects observed: their shared observations and their reads (LiveClient+Objects.swift).
+    package var objects = ObjectObservationsState()
+    /// The realtime connection's status and who is told of it.
+    var connectionWatch = ConnectionWatch()
+    /// The cache's size bound, and when its eviction passes run (LiveClient+Eviction.swift).
+    var eviction: EvictionState
     /// Batched object reads (LiveClient+BatchedFetch.swift).
     package var fetchBatches = FetchBatches()
     /// Batched observation starts (LiveClient+BatchedStart.swift).
@@ -58,27 +64,17 @@ public actor LiveClient {
     var feedTable = ListenerTable<FeedListener>()
     /// The write outbox's waiters and the write in flight (LiveClient+Outbox.swift).
     var writeState = WriteOutboxState()
-    package var observations: [EntityKey: SharedObjectObservation] = [:]
-    var fetching: Set<EntityKey> = []
-    var refetchWanted: Set<EntityKey> = []
     /// Observations told a cached copy, waiting for their activation (see ``activateWhenTheBurstPauses(_:)``).
     var activationDeferral: ActivationDeferral<SharedObjectObservation>
     /// New observations' subscriptions at once (see LiveClient+SubscriptionGate.swift).
     package var subscriptionGate = SubscriptionGate()
     public internal(set) var connectionStatus: ConnectionStatus = .offline
-    var connectionObservers: [Int: @Sendable (ConnectionStatus) -> Void] = [:]
-    var nextConnectionObserver = 0
     /// ``permissions.readable`` as of its last change, for ``checkReadable(collection:)`` to answer without a hop.
     nonisolated let knownReadable = Mutex<Set<String>>([])
     /// Feed events emitted (``feedTable``'s listeners told), for the statistics.
     var feedEmissions = 0
-    /// Objects whose subscription resumed from a checkpoint, until its replay is over.
-    var awaitingCatchUp: Set<EntityKey> = []
     let outboxSignal: AsyncStream<Void>.Continuation
     let outboxSignals: AsyncStream<Void>
-    /// The cache's size bound, and when its eviction passes run (``EvictionPacing``); `nil`: no bound.
-    let cacheMaxEntities: Int?
-    var evictionPacing: EvictionPacing?
 
     enum Command: Sendable {
         case activate(EntityKey)
@@ -108,8 +104,8 @@ public actor LiveClient {
         let legacy = try cache.legacyOutbox()
         adoptedWrites = try outbox.adopt(legacy)
         if let last = legacy.last { try cache.clearLegacyOutbox(upTo: last.id) }
-        cacheMaxEntities = configuration.cacheMaxEntities.map { max(1, $0) }
-        evictionPacing = cacheMaxEntities.map { EvictionPacing(limit: $0) }
+        let maxEntities = configuration.cacheMaxEntities.map { max(1, $0) }
+        eviction = EvictionState(maxEntities: maxEntities, pacing: maxEntities.map { EvictionPacing(limit: $0) })
         cloud = CloudClient(baseURL: configuration.cloudURL)
         session = Session(credentials: configuration.credentials, cloud: cloud, logger: logger)
         realtimeEvents = BatchQueue<RealtimeEvent>()
@@ -225,12 +221,12 @@ public actor LiveClient {
     /// Calls `observer` with every change of the cloud connection's status (Kinvey's `onStatus`).
     /// Returns an id for ``removeConnectionObserver(_:)``.
     public func addConnectionObserver(_ observer: @escaping @Sendable (ConnectionStatus) -> Void) -> Int {
-        nextConnectionObserver += 1
-        connectionObservers[nextConnectionObserver] = observer
-        return nextConnectionObserver
+        connectionWatch.nextID += 1
+        connectionWatch.observers[connectionWatch.nextID] = observer
+        return connectionWatch.nextID
     }
 
-    public func removeConnectionObserver(_ id: Int) { connectionObservers[id] = nil }
+    public func removeConnectionObserver(_ id: Int) { connectionWatch.observers[id] = nil }
 
     /// How a write changes an object (see ``LiveWrite``).
     public typealias Write = LiveWrite
