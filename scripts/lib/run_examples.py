@@ -57,7 +57,10 @@ def run(command: list[str], code: str, env: dict[str, str], cwd: str, timeout: f
         output, _ = process.communicate("\n", timeout=timeout)
         return process.returncode, output
     except subprocess.TimeoutExpired:
-        os.killpg(process.pid, 9)
+        try:
+            os.killpg(process.pid, 9)
+        except ProcessLookupError:  # it ended meanwhile
+            pass
         output, _ = process.communicate()
         return None, output
 

@@ -251,15 +251,24 @@ def test_one_thread_follows_several_observations_in_the_order_their_states_arriv
         observation, state = daemon.select([one, two], timeout=10)
         assert observation is one and state.version == 2
 
-        # Arrival order across observations: s2's v3, then s1's v3 (each awaited, so their order is known).
+        # Arrival order across observations: s2's v3 arrives first, then s1's v3, both unread; select gives them so.
         stack.remote_put("notes", "s2", {"n": 3})
-        two.wait_for(lambda s: s.version == 3)
+        wait_until("s2 v3 to arrive", lambda: two.latest is not None and two.latest.version == 3)
         stack.remote_put("notes", "s1", {"n": 3})
-        one.wait_for(lambda s: s.version == 3)
+        wait_until("s1 v3 to arrive", lambda: one.latest is not None and one.latest.version == 3)
+        observation, state = daemon.select([one, two], timeout=10)
+        assert observation is two and state.version == 3, (observation is two, state)
+        observation, state = daemon.select([one, two], timeout=10)
+        assert observation is one and state.version == 3, (observation is one, state)
         stack.remote_put("notes", "s2", {"n": 4})
         stack.remote_put("notes", "s1", {"n": 4})
         one.wait_for(lambda s: s.version == 4)
         two.wait_for(lambda s: s.version == 4)
+        # Another client's observation is not this client's to wait on.
+        with livegate.Client(stack.socket, client="pytest-other") as other:
+            with other.observe_object("notes", "s1") as foreign:
+                with pytest.raises(ValueError):
+                    daemon.select([one, foreign], timeout=1)
         # Those were read by wait_for; the window's states were not: each() gives them, then ends with them all.
         seen: list[tuple[str, int]] = []
         one.close()
@@ -292,6 +301,12 @@ def test_typed_data_through_a_dataclass_or_a_typed_dict(stack: Stack) -> None:
             assert typed == {"text": "hello", "extra": True}
         with daemon.observe_object("notes", "none") as absent:
             assert absent.wait_for(lambda s: s.loading_status == "loaded").data_as(Note) is None
+    class Partial(TypedDict, total=False):
+        text: str
+        likes: int
+
+    assert state.data_as(Partial) == {"text": "hello", "extra": True}  # no required key
+
     stack.remote_put("notes", "t2", {"title": "no text"})
     with livegate.Client(stack.socket, client="pytest") as daemon:
         with daemon.observe_object("notes", "t2") as wrong:

@@ -196,6 +196,8 @@ class Client:
         ``timeout`` seconds, :class:`StopIteration` when every one has ended, or the error of one the daemon ended
         (it then counts as ended; call again for the others)."""
         watched = list(observations)
+        if any(observation._owner is not self for observation in watched):
+            raise ValueError("select waits on observations made through this client only")
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._arrived:
             while True:
@@ -215,7 +217,8 @@ class Client:
 
     def each(self, *observations: BlockingObservation[Any]) -> Iterator[tuple[BlockingObservation[Any], Any]]:
         """The states of several observations, each with its observation, in the order they arrived (each one's state
-        now first), until every one has ended. Raises the error of one the daemon ended."""
+        now first), until every one has ended. Raises the error of one the daemon ended, which ends this iteration;
+        ``each`` called again goes on with the others."""
         while True:
             try:
                 yield self.select(observations)

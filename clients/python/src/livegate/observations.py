@@ -5,6 +5,7 @@ connection after the daemon restarts, and ended by :meth:`Observation.close`, ``
 from __future__ import annotations
 
 import asyncio
+import collections
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
@@ -448,20 +449,22 @@ class LiveCollection(Observation[CollectionState]):
 
 class _Events(Observation[S]):
     """An observation of events rather than states: a listener hears the events after it was added (``latest`` is
-    the last one). The events that arrive before the first listener (the iteration an app starts right after
-    subscribing, or ``on_change``) are kept for it, up to :attr:`EARLY_EVENTS`; beyond that the oldest give way to a
-    resync event, so a subscription's start (``ready``) is never missed and a loss never silent."""
+    the last one). The events that arrive before the first listener is added are kept for that listener (with the
+    asyncio client, the iteration an app starts right after subscribing, or ``on_change``; the blocking client adds
+    its own at once): a subscription's start (``ready``) is not missed. At most :attr:`EARLY_EVENTS` are kept;
+    beyond them the oldest go, and a resync event goes first, so the loss is said."""
 
     EARLY_EVENTS = 10_000
 
     def __init__(self, client: Client, params: dict[str, Any], once: bool = False) -> None:
         super().__init__(client, params, once)
-        self._early: list[S] | None = []
+        self._early: collections.deque[S] | None = collections.deque(maxlen=self.EARLY_EVENTS)
+        self._early_overflowed = False
 
     def _emit(self, state: S) -> None:
         if self._early is not None:
-            if len(self._early) >= self.EARLY_EVENTS:
-                self._early = [self._resync_event()]
+            if len(self._early) == self._early.maxlen:
+                self._early_overflowed = True
             self._early.append(state)
         super()._emit(state)
 
@@ -469,9 +472,12 @@ class _Events(Observation[S]):
         raise NotImplementedError
 
     def _add_listener(self, listener: Listener) -> Callable[[], None]:
-        early, self._early = self._early or [], None
+        early: collections.deque[S] | list[S] = self._early if self._early is not None else []
+        self._early = None
         latest, self.latest = self.latest, None
         try:
+            if self._early_overflowed:
+                listener(self._resync_event())
             for event in early:
                 listener(event)
             return super()._add_listener(listener)

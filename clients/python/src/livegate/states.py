@@ -51,8 +51,7 @@ def _data_as(data: Any, kind: type[T], what: str) -> T:
     if not isinstance(data, dict):
         raise TypeError(f"the data of {what} is not an object, so not a {kind.__name__}: {data!r}")
     if typing.is_typeddict(kind):
-        required: frozenset[str] = getattr(kind, "__required_keys__", frozenset())
-        missing = sorted(required - data.keys())
+        missing = sorted(_required_keys(kind) - data.keys())
         if missing:
             raise TypeError(f"the data of {what} is not a {kind.__name__}: it lacks {', '.join(missing)}")
         return cast(T, data)
@@ -67,6 +66,23 @@ def _data_as(data: Any, kind: type[T], what: str) -> T:
             raise TypeError(f"the data of {what} is not a {kind.__name__}: it lacks {', '.join(missing)}")
         return kind(**{f.name: data[f.name] for f in fields if f.name in data})
     raise TypeError(f"{kind.__name__} is neither a dataclass nor a TypedDict")
+
+
+def _required_keys(kind: type[Any]) -> frozenset[str]:
+    """A TypedDict's required keys. Read from its annotations: under ``from __future__ import annotations`` Python
+    3.11's ``__required_keys__`` counts a ``NotRequired`` key as required."""
+    try:
+        hints = typing.get_type_hints(kind, include_extras=True)
+    except Exception:  # an annotation that does not resolve here (a type local to a function)
+        required: frozenset[str] = getattr(kind, "__required_keys__", frozenset())
+        return required
+    total = getattr(kind, "__total__", True)
+    keys = set()
+    for name, hint in hints.items():
+        origin = typing.get_origin(hint)
+        if origin is typing.Required or (total and origin is not typing.NotRequired):
+            keys.add(name)
+    return frozenset(keys)
 
 
 def _snapshot_or_none(value: Any) -> Snapshot | None:
