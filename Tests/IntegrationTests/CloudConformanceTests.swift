@@ -135,6 +135,7 @@ import Testing
         let tombstone = try await call(r, cluster, .DELETE, object, n2, token: alice)
         #expect(tombstone.status == 200)
         #expect(try await call(r, cluster, .DELETE, object, n2, token: alice).status == 404)
+        #expect(try await call(r, cluster, .PATCH, object, n2, json: #"{"data":{"tag":"x"}}"#, token: alice).status == 404)
         // A deleted object's 404 says the deletion's version.
         let gone = try await call(r, cluster, .GET, object, n2, token: alice)
         #expect(gone.status == 404)
