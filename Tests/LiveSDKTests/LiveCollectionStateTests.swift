@@ -50,6 +50,11 @@ struct LiveCollectionStateTests {
         #expect(!window.holdsItsPages(stored(28, of: 68, more: true), entities: Array(entities.prefix(28))), "four pages of five")
         #expect(window.holdsItsPages(stored(13, of: 13, more: false), entities: Array(entities.prefix(13))), "the whole result")
         #expect(!window.holdsItsPages(stored(35, of: 68, more: true), entities: Array(entities.prefix(13))), "entities gone from the cache")
+        // The cache's copies are newer than the result, and 7 left the query meanwhile: 28 shown, four pages of
+        // five (the checker's seed 3931527268057787: a window of 2 pages of 4 came back as 3 items of 59).
+        let moved = entities.enumerated().map { $0.offset % 5 == 0 ? Self.entity($0.element.id, rank: Double($0.offset), channel: "c2") : $0.element }
+        #expect(!window.holdsItsPages(stored(35, of: 68, more: true), entities: moved), "items that left the query")
+        #expect(window.holdsItsPages(stored(35, of: 35, more: false), entities: moved), "the whole result, smaller now")
         let last = CollectionWindow(query: Self.query, pageSize: 7, anchor: .last, pages: 2)
         let fromEnd = CacheStore.QueryResult(ids: entities.prefix(5).map(\.id), hasNext: false, hasPrevious: true, count: 68)
         #expect(!last.holdsItsPages(fromEnd, entities: Array(entities.prefix(5))))

@@ -35,12 +35,13 @@ public struct CollectionWindow: Hashable, Sendable {
     var cacheKey: String { "\(query.canonicalText)|\(pageSize)|\(anchor.rawValue)|\(pages)" }
 
     /// Whether a stored result may be shown as this window's first state: every id it stored still has its
-    /// entity in the cache, and it reaches into its last page unless it holds the rest of the result. A
+    /// entity in the cache, and the entities that still match the query (the ones shown: the cache's copies
+    /// may be newer than the result) reach into its last page unless it holds the rest of the result. A
     /// window of several pages is never shown as fewer pages while more are owed; it starts loading instead.
     package func holdsItsPages(_ stored: CacheStore.QueryResult, entities: [Entity]) -> Bool {
         guard entities.count == stored.ids.count else { return false }
         let more = anchor == .first ? stored.hasNext : stored.hasPrevious
-        return !more || entities.count > (pages - 1) * pageSize
+        return !more || entities.lazy.filter(query.matches).count > (pages - 1) * pageSize
     }
 }
 
