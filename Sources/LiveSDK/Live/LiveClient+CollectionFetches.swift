@@ -319,7 +319,7 @@ extension LiveClient {
     private func fetchWindow(_ window: CollectionWindow) async throws(LiveError) -> (
         items: [Entity], count: Int, hasNext: Bool, hasPrevious: Bool, seq: Int64?, firstSeq: Int64?
     ) {
-        var items: [Entity] = []
+        var read = WindowPagesRead(anchor: window.anchor)
         var page: PageRequest = window.anchor == .first ? .first : .last
         var count = 0
         var seq: Int64?
@@ -327,24 +327,23 @@ extension LiveClient {
         var isFirstPage = true
         var more = false
         repeat {
-            let limit = min(100, window.itemLimit - items.count)
+            let limit = min(100, window.itemLimit - read.items.count)
             let result = try await queryWithSession(window.query, page, limit: limit)
             if isFirstPage { firstSeq = result.seq }
             isFirstPage = false
             count = result.count
             seq = result.seq
+            read.add(result.items)
             switch window.anchor {
             case .first:
-                items += result.items
                 more = result.nextCursor != nil
-                if let last = items.last { page = .after(window.query.position(of: last)) }
+                if let last = result.items.last { page = .after(window.query.position(of: last)) }
             case .last:
-                items = result.items + items
                 more = result.previousCursor != nil
-                if let first = items.first { page = .before(window.query.position(of: first)) }
+                if let first = result.items.first { page = .before(window.query.position(of: first)) }
             }
-        } while more && items.count < window.itemLimit
-        return (items, count, window.anchor == .first && more, window.anchor == .last && more, seq, firstSeq)
+        } while more && read.items.count < window.itemLimit
+        return (read.items, count, window.anchor == .first && more, window.anchor == .last && more, seq, firstSeq)
     }
 
     func queryWithSession(_ query: CollectionQuery, _ page: PageRequest, limit: Int) async throws(LiveError) -> QueryPage {
