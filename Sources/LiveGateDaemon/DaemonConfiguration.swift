@@ -71,7 +71,6 @@ extension DaemonConfiguration {
     /// One event loop fewer than the cores the daemon may run on (NIO's `System.coreCount`: the CPU affinity
     /// and cgroup quota), at least one: the engine (the cloud's socket and the cache) has a thread of its own,
     /// so the daemon's busy threads never outnumber the cores, and the clients that read the notifications
-    /// keep a core to do it. On two cores, one loop serving 1,000 subscribers had a lower p99 latency than two
-    /// (which left the subscribers too little of the machine to read in time: see Benchmarks.md).
+    /// keep a core to do it (Benchmarks.md, one client event loop fewer than the cores).
     public static var defaultEventLoops: Int { max(1, System.coreCount - 1) }
 }

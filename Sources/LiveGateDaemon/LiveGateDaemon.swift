@@ -27,9 +27,8 @@ public struct LiveGateDaemon: Sendable {
         logger: Logger,
         notifier: any ReadinessNotifier = SystemdNotifier()
     ) async throws {
-        // The cloud's socket gets a thread of its own: on the shared loops, a cloud event waited behind
-        // whatever fan-out and writes to clients were queued there (at 1,000 subscribers, ~15 ms of each event's
-        // latency).
+        // The cloud's socket gets a thread of its own, so a cloud event never waits behind the fan-out and the
+        // writes to clients queued on the shared loops.
         let cloudLoop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         // The clients' loops: requests, fan-out and writes (`event-loops`). They live as long as the process,
         // as NIO's shared loops did: a fan-out task or a closing connection may still be scheduled on them
@@ -78,8 +77,7 @@ public struct LiveGateDaemon: Sendable {
 
 // The service group names each service `"\(service)"` (its start's configuration, and its debug log lines). By
 // default that is a reflection of the service's whole graph of structs (the context, the configuration, every
-// part's settings): ~7 ms of CPU at each start of the daemon, and a line of that length in the debug log. Each
-// service gives its name instead.
+// part's settings), costly at each start and as long in the debug log. Each service gives its name instead.
 extension EngineService: CustomStringConvertible { var description: String { "EngineService" } }
 extension ReloadService: CustomStringConvertible { var description: String { "ReloadService" } }
 extension IPCServer: CustomStringConvertible { var description: String { "IPCServer" } }

@@ -4,7 +4,7 @@ import LiveJSON
 
 /// An `object.observe` request read straight from its frame's bytes, member by member, with no tree of
 /// dictionaries built, hashed and looked up for the request and its params: a client opening a list of thousands
-/// of items sends thousands of these at once, and the tree was a tenth of the daemon's request handling.
+/// of items sends thousands of these at once.
 ///
 /// It reads only the common shape: one request object with `"jsonrpc":"2.0"`, an `id` (a number, a string or
 /// `null`), `"method":"object.observe"` and `params` with `collection` and `id` strings and, if any, `once`,

@@ -27,9 +27,8 @@ package final class ObjectTopic: Sendable {
         /// A re-observation's last version seen, until the token is sent its first notification: until then
         /// nothing the client holds already is sent (no snapshot of this version or older without an error, nor
         /// the start's "nothing known yet"); a resync notice, a deletion or a failed load is. Cleared by the first
-        /// notification: after it, the full state follows whatever its version (the checker's seed
-        /// 5552030850573315: a token told of a resync never heard that the refetch found the version it had,
-        /// and stayed `loading`).
+        /// notification: after it, the full state follows whatever its version, so a token told of a resync
+        /// hears how the refetch ended even when it found the version the token had (ObjectTopicShareTests).
         var sinceVersion: Int64?
         /// A re-observation whose first snapshot is yet to come: when that one is not the version right after
         /// `sinceVersion` (or after the deletion told before it), the versions between were missed (the daemon

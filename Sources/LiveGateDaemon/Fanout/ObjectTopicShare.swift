@@ -23,7 +23,7 @@ package final class ObjectTopicShare: Sendable {
     package enum Operation {
         case deliver(LiveObjectChange, ByteBuffer)
         /// A token joins and receives `last` (the topic's latest change) at once when its filter admits it,
-        /// encoded then (a topic keeps its latest change, not its bytes: ~300 bytes an object, for joins only).
+        /// encoded then (a topic keeps its latest change, not its bytes, which only joins would use).
         /// `answer`, when given, is its connection's answer giving it its token, queued first: one task on the
         /// loop for an observation, not one for the answer and one for the join.
         case add(id: Int, ObjectTopic.Subscriber, last: LiveObjectChange?, answer: LoopAnswer? = nil)

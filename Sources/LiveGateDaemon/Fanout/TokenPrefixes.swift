@@ -7,9 +7,8 @@ import Synchronization
 /// A connection's notification prefixes for one method (``NotificationFrame/prefix(method:token:allocator:)``),
 /// written for a run of consecutive tokens at once into one buffer and handed out as slices of it.
 ///
-/// A prefix is about 65 bytes; in a buffer of its own it cost about 190 (NIO rounds a buffer's capacity up to a
-/// power of two, and its storage object comes on top) for every token, a tenth of what an observed object
-/// costs the daemon. A connection numbers its tokens in order (``ClientConnection/allocateToken()``), so when a
+/// A prefix is about 65 bytes; a buffer of its own would cost about three times that (NIO rounds a buffer's
+/// capacity up to a power of two, and its storage object comes on top). A connection numbers its tokens in order (``ClientConnection/allocateToken()``), so when a
 /// token falls outside the last block, a block of it and the tokens after it is written: as many as fit in
 /// ``blockBytes`` (about 30). A slice keeps its block alive: a connection that keeps one token in thirty and
 /// ends the others holds a block for each it keeps (2 KiB, against about 190 bytes before; its tokens are

@@ -218,9 +218,8 @@ package final class ConnectionOutbox: Sendable {
                 cutOffNow = cutOffIfOverLimit(&state)
             } else if isBehind(state), count > 0 {
                 // Behind, each of these would replace the one before it (object notifications are states):
-                // only the last is queued, and the others are counted as coalesced. Queued one by one, they
-                // cost six times what the same bytes cost a client that keeps up (138 against 23 ns each, in a
-                // batch of 20), and clients fall behind when the daemon is busiest.
+                // only the last is queued, and the others are counted as coalesced: no item is made for a
+                // notification that would be replaced, since clients fall behind when the daemon is busiest.
                 let last = admitted?.last ?? (bodies.count - 1)
                 queueItem(prefix: prefix, body: bodies.body(at: last), token: token, fullState: nil, in: &state)
                 state.coalesced += count - 1
@@ -394,8 +393,7 @@ package final class ConnectionOutbox: Sendable {
     /// The first chunk's size: what a client that keeps up usually has waiting (a few notifications).
     package static let firstChunkBytes = 4 << 10
     /// The next chunks' size: below the allocator's threshold for mapping fresh (zeroed) pages, and never
-    /// grown by reallocation (a single growing buffer spent a third of the daemon's time at 1,000
-    /// subscribers copying itself into freshly zeroed pages).
+    /// grown by reallocation, which would copy what is queued into fresh pages again and again.
     package static let chunkBytes = 64 << 10
 
     /// Appends `buffer`'s bytes to the last chunk, or to a new one when they do not fit (reading them in

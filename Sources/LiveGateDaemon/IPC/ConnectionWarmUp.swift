@@ -8,8 +8,7 @@ import NIOEmbedded
 /// the socket accepts any connection.
 ///
 /// The Swift runtime can crash when two threads instantiate a generic class's metadata for the first time at
-/// once (livegate-cloud died so in CI, setting up two connections on two event loops; see its
-/// `ConnectionWarmUp`). With `event-loops` above one (machines of three cores or more), the daemon sets up its
+/// once (two connections set up on two event loops; see livegate-cloud's `ConnectionWarmUp`). With `event-loops` above one (machines of three cores or more), the daemon sets up its
 /// first connections on several loops at once too. An instantiated type is only looked up afterwards, so once
 /// this has run, the loops no longer instantiate what a connection's pipeline and its async channel need.
 package enum ConnectionWarmUp {

@@ -26,7 +26,7 @@ extension CacheStore {
 
     /// An entity from the row of ``entityColumns`` that `statement` stands on (its cursor still open): the columns
     /// by position (by name, each is a case-insensitive lookup) and the data's JSON parsed from SQLite's bytes in
-    /// place (no `Data` a row, nor a generic parse through it: a third of a cached row's reading).
+    /// place (no `Data` a row, nor a generic parse through it).
     static func entity(from row: Row, of statement: Statement) throws -> Entity {
         let sqlite = statement.sqliteStatement
         guard sqlite3_column_type(sqlite, 3) != SQLITE_NULL else {

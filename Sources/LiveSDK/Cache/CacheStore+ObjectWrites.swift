@@ -190,9 +190,8 @@ extension CacheStore {
     /// checkpoint, which never moves back; an object written without one keeps the one it had).
     ///
     /// This runs for every realtime event, so its statement is prepared once (GRDB's cache) and bound and stepped
-    /// here through SQLite's C interface: GRDB's `execute(arguments:)` boxed each of the nine values, checked
-    /// them, bound them in nested closures and prepared its observers, ~40 % of the write's time in process
-    /// (`livegate-bench`'s cache-write figure; Benchmarks.md). What GRDB's execution adds is not needed here: the
+    /// here through SQLite's C interface, without GRDB's boxing of each value (Benchmarks.md, the cache's write of
+    /// spread events). What GRDB's execution adds is not needed here: the
     /// statement touches one table that no observer watches (the checkpointer's observes no change; the commit
     /// that follows is GRDB's own, so its observers are told), and a failure throws the same `DatabaseError` (the
     /// statement reset, reusable: SQLite's reset after a failed step puts it back to its start).

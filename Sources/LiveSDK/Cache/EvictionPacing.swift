@@ -8,9 +8,8 @@
 /// - One pass at a time: what asks while one runs gets one more pass once it ends.
 /// - A pass that leaves the cache over its bound found that everything left over it is observed: it could
 ///   evict nothing more. Another pass finds the same until an observation or a window ends, or until objects
-///   nobody observes are stored. Each such pass collects every observed key on the engine's loop (~1 ms at
-///   10,000 observed objects), so passes asked for by stores then wait ``futileBackoff``; one runs when it
-///   ends if a store asked meanwhile. A release asks at once: it is what makes objects evictable.
+///   nobody observes are stored. Each such pass collects every observed key on the engine's loop, so passes
+///   asked for by stores then wait ``futileBackoff``; one runs when it ends if a store asked meanwhile. A release asks at once: it is what makes objects evictable.
 ///
 /// So the cache holds at most its bound, except for observed objects (never evicted) and, while everything
 /// over the bound is observed, objects stored in the last ``futileBackoff``.

@@ -12,8 +12,7 @@ import Synchronization
 /// (``LiveClient/handle(_:)-(RealtimeEvent)``). Unbounded like the `AsyncStream`s it replaces: the realtime
 /// events' producer is the socket, which NIO stops reading while the engine (on the same thread) is busy, and
 /// the commands' are the observations themselves. Unlike an `AsyncStream`, whose buffer keeps the capacity of
-/// its longest backlog, a batch's storage is given back once the batch is done: a burst of 100,000 new
-/// observations had left ~100 bytes per observed object in the command stream's buffer for good.
+/// its longest backlog, a batch's storage is given back once the batch is done.
 final class BatchQueue<Element: Sendable>: Sendable {
     private struct State {
         var elements: [Element] = []

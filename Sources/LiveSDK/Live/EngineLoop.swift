@@ -6,9 +6,9 @@ import NIOCore
 /// The one event loop the engine runs on: the realtime connection's socket, the engine's actors (their
 /// serial executor) and the tasks they start (their preferred task executor) all run on its thread.
 ///
-/// A cloud event then goes from the socket to the observers' handlers without changing threads. Through
-/// the cooperative pool and the database's queue it cost ~8 thread switches (~3 now, at 2,000 events/s),
-/// and on a loaded machine each switch is also a wait to be scheduled again. Everything on the loop must
+/// A cloud event then goes from the socket to the observers' handlers without changing threads: on a loaded
+/// machine each switch is also a wait to be scheduled again (Benchmarks.md, the engine on one event loop).
+/// Everything on the loop must
 /// therefore be short: the engine blocks it for nothing but the cache write of a batch of realtime events
 /// (``CacheStore/storeNow(_:)``, one transaction for what the socket had buffered).
 struct EngineLoop: Sendable {

@@ -29,9 +29,8 @@ public enum LoadingStatus: String, Sendable, Codable {
 /// value, so an observer always sees them consistent with the data they describe.
 ///
 /// The snapshot and the error are held by reference (each in an immutable box), so a change is 24 bytes and a
-/// copy counts two references. Every observed object keeps two changes (its state's confirmed one and the
-/// daemon's topic's latest), and the fan-out copies each change per event loop and per token: inline, a change
-/// was 152 bytes, and the two ~300 of the ~1.9 KB of live heap an observed object cost at 100,000.
+/// copy counts two references: every observed object keeps two changes, and the fan-out copies each change per
+/// event loop and per token (Benchmarks.md, memory per observed object).
 public struct LiveObjectChange: Sendable, Equatable {
     private var snapshotBox: Frozen<Entity>?
     private var errorBox: Frozen<LiveError>?
@@ -158,7 +157,7 @@ public struct LiveObjectState: Sendable {
     /// The state as the cloud confirmed it.
     private var confirmed: LiveObjectChange
     /// `current` when it is not `confirmed` (writes pending, a rejection's error, changes replayed silently
-    /// until a catch-up): most of the time it is, and a second copy inline cost every observed object ~150 bytes.
+    /// until a catch-up). Most of the time it is, so the second copy is kept only when it differs.
     private var shown: Shown?
     /// Writes of this host not yet confirmed, in the order they were made, by outbox id.
     public private(set) var pending: [(id: Int64, write: LiveWrite)] = []
@@ -391,7 +390,7 @@ public struct ObserverFilter: Sendable {
     public private(set) var finished = false
 
     /// The field filter, and what the observer received last to compare with. Boxed, so that observers
-    /// without one (nearly all) pay a pointer for it, not the size of a change (~440 bytes per token).
+    /// without one (nearly all) pay a pointer for it, not the size of a change.
     private indirect enum FieldFilter: Sendable {
         case none
         case watching(Set<String>)

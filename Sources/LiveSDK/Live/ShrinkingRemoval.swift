@@ -2,8 +2,7 @@
 
 // A dictionary or set keeps the capacity of the most it ever held. The engine's tables of work in flight
 // (subscriptions awaiting their answer, fetches, replays) fill with a burst of thousands of new observations
-// and are nearly empty after it: left as they were, they held ~350 bytes per object of that burst for as
-// long as the process ran. Removing through these gives the storage back once a table holds under an eighth
+// and are nearly empty after it, holding the burst's storage for as long as the process runs. Removing through these gives the storage back once a table holds under an eighth
 // of its capacity, rebuilt at its size (amortized: at least seven eighths of it were removed since it grew).
 
 extension Dictionary {

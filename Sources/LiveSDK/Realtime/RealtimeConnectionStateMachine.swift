@@ -26,15 +26,14 @@ public struct RealtimeConnectionStateMachine: Sendable {
     }
 
     public private(set) var phase: Phase = .idle
-    /// Per wanted topic: its holders and how far it has been heard. One table for both: at 100,000 observed
-    /// objects a table keyed by topic costs ~125 bytes an object, and there were three.
+    /// Per wanted topic: its holders and how far it has been heard. One table for both, since each table keyed
+    /// by topic costs every observed object an entry.
     private var wanted: [Topic: Wanted] = [:]
     /// Held topics whose subscription the cloud ended (see ``subscriptionEnded(_:)``).
     private var endedByCloud: Set<Topic> = []
 
-    /// 24 bytes (an entry of the table 64 with its topic, not 80: ~40 bytes less an observed object at 100,000,
-    /// where the table has 262,144 buckets): a count that fits 32 bits, and ``Heard``'s two optional sequence
-    /// numbers kept as plain ones, `Int64.min` for none (a sequence number is never negative).
+    /// 24 bytes, so an entry of the table is 64 with its topic: a count that fits 32 bits, and ``Heard``'s two
+    /// optional sequence numbers kept as plain ones, `Int64.min` for none (a sequence number is never negative).
     private struct Wanted {
         /// Holders; 0 while a released topic lingers (still subscribed, until it expires).
         var references: Int32
