@@ -19,7 +19,7 @@ extension LiveClient {
     /// Handles the realtime connection's events in order, a batch at a time (everything that arrived while the
     /// engine was busy: see ``BatchQueue``).
     func handleRealtimeEvents() async {
-        while let batch = await realtimeEvents.next() { await handle(batch) }
+        while let batch = await realtime.events.next() { await handle(batch) }
     }
 
     /// A batch of events, in order. Each run of changes to entities goes to the cache in one transaction before

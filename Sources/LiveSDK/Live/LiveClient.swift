@@ -40,7 +40,6 @@ public actor LiveClient {
     /// The loop the engine runs on (see ``EngineLoop``).
     let engineLoop: EngineLoop
     public nonisolated var unownedExecutor: UnownedSerialExecutor { engineLoop.serialExecutor }
-    let realtimeEvents: BatchQueue<RealtimeEvent>
     /// What the engine's loop is asked to do (``Command``), taken a batch at a time by ``runOnEngineLoop()``.
     let commandSink = BatchQueue<Command>()
     /// The objects observed: their shared observations and their reads (LiveClient+Objects.swift).
@@ -108,14 +107,12 @@ public actor LiveClient {
         eviction = EvictionState(maxEntities: maxEntities, pacing: maxEntities.map { EvictionPacing(limit: $0) })
         cloud = CloudClient(baseURL: configuration.cloudURL)
         session = Session(credentials: configuration.credentials, cloud: cloud, logger: logger)
-        realtimeEvents = BatchQueue<RealtimeEvent>()
         engineLoop = EngineLoop(group: configuration.eventLoopGroup)
         realtime = RealtimeConnection(
             cloudURL: configuration.cloudURL,
             session: session,
             cloudConnections: cloud.connections,
             logger: logger,
-            events: realtimeEvents,
             linger: configuration.topicLinger,
             pingInterval: configuration.realtimePingInterval,
             engineLoop: engineLoop

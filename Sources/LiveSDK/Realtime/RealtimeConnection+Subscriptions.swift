@@ -54,15 +54,15 @@ extension RealtimeConnection {
             if first, let since { machine.heard(since, of: topic) }
             if subscribeNow {
                 // Listed at once: a later request for the same topic in `requests` waits for this answer too.
-                progress.subscribing[topic] = []
+                subscribing[topic] = []
                 subscriptions.append((index, topic, since.flatMap { _ in machine.heard(topic)?.seq }))
-            } else if progress.subscribing[topic] != nil {
+            } else if subscribing[topic] != nil {
                 awaitingOthers.append(topic)
             }
         }
         let answers = await sendAll(subscriptions.map { (.subscribe, $0.topic, $0.from) })
         for (subscription, answer) in zip(subscriptions, answers) {
-            for waiter in progress.subscribing.removeValueShrinking(forKey: subscription.topic) ?? [] { waiter.resume() }
+            for waiter in subscribing.removeValueShrinking(forKey: subscription.topic) ?? [] { waiter.resume() }
             switch took(answer, of: subscription.topic, resumingFrom: subscription.from) {
             case .noAnswer, .notResumed: outcomes[subscription.index] = .subscribed
             case .resumed: outcomes[subscription.index] = .resumed
@@ -72,7 +72,7 @@ extension RealtimeConnection {
         for topic in awaitingOthers {
             // Checked in the body: the call may suspend before running it, and the answer may come meanwhile.
             await withCheckedContinuation { waiter in
-                if progress.subscribing[topic] != nil { progress.subscribing[topic]?.append(waiter) } else { waiter.resume() }
+                if subscribing[topic] != nil { subscribing[topic]?.append(waiter) } else { waiter.resume() }
             }
         }
         return outcomes
@@ -90,9 +90,9 @@ extension RealtimeConnection {
     /// Sends the `subscribe` of a topic just acquired first (resuming from `resumeFrom`), holding later acquirers
     /// until the cloud answers, and takes in the answer.
     private func subscribe(_ topic: Topic, from resumeFrom: Int64?) async -> SubscribeAnswer {
-        progress.subscribing[topic] = []
+        subscribing[topic] = []
         let answer = await sendAll([(.subscribe, topic, resumeFrom)])[0]
-        for waiter in progress.subscribing.removeValueShrinking(forKey: topic) ?? [] { waiter.resume() }
+        for waiter in subscribing.removeValueShrinking(forKey: topic) ?? [] { waiter.resume() }
         return took(answer, of: topic, resumingFrom: resumeFrom)
     }
 
@@ -177,9 +177,9 @@ extension RealtimeConnection {
             for topic in lingering.topics.expired(at: .now) {
                 let outcome = machine.expire(topic)
                 guard outcome.dropped else { continue }  // held again (what was heard of a dropped one went with it)
-                progress.replayRemaining.removeValueShrinking(forKey: topic)
+                wire.dropped(topic)
                 if outcome.unsubscribe, writer != nil {
-                    requestBook.unawaited.insert(queue(.unsubscribe, topic))
+                    _ = wire.queue(.unsubscribe, topic)
                     unsubscribing = true
                 }
             }

@@ -16,11 +16,17 @@ package actor RealtimeConnection {
     /// The connection's phase, its backoff and each subscribed topic's references and how far it was heard (where
     /// a resubscription resumes from, and the last event handed to the engine).
     var machine = RealtimeConnectionStateMachine()
+    /// The requests, their answers, the resumptions and replays under way (``RealtimeProtocol``).
+    var wire = RealtimeProtocol()
     var writer: WebSocketOutboundWriter?
-    /// The requests sent and their answers (``RealtimeRequests``).
-    var requestBook = RealtimeRequests()
-    /// Subscriptions under way: resuming, awaiting their answer, replaying (``SubscriptionProgress``).
-    var progress = SubscriptionProgress()
+    /// Whether a batch is being written (``writeOutgoing()``).
+    var writing = false
+    /// The callers waiting for answers, by request ref: their wait, and the request's place in it.
+    var answerWaits: [Int64: (group: AnswerGroup, index: Int)] = [:]
+    /// Topics whose first acquirer's subscription awaits the cloud's answer, with the later acquirers waiting
+    /// for it: one told "subscribed" before the subscription took effect would fetch, and miss the events
+    /// between its read and the subscription's baseline.
+    var subscribing: [Topic: [CheckedContinuation<Void, Never>]] = [:]
     /// The topics that stay subscribed for a moment after their last holder left (``Lingering``).
     var lingering: Lingering
     /// How often the connection pings the cloud; a ping unanswered by the next one ends the connection
@@ -36,14 +42,14 @@ package actor RealtimeConnection {
     /// The engine's HTTP connections to the same cloud: renewed when this connection finds the cloud silent.
     private let cloudConnections: CloudConnections
     let logger: Logger
-    private let events: BatchQueue<RealtimeEvent>
+    /// What the connection tells the engine, in order, taken a batch at a time.
+    nonisolated let events = BatchQueue<RealtimeEvent>()
 
     init(
         cloudURL: String,
         session: Session,
         cloudConnections: CloudConnections,
         logger: Logger,
-        events: BatchQueue<RealtimeEvent>,
         linger: Duration = .seconds(2),
         pingInterval: Duration = LiveSDKConfiguration.defaultRealtimePingInterval,
         engineLoop: EngineLoop = EngineLoop(group: MultiThreadedEventLoopGroup.singleton)
@@ -61,7 +67,6 @@ package actor RealtimeConnection {
         self.session = session
         self.cloudConnections = cloudConnections
         self.logger = logger
-        self.events = events
     }
 
     var status: ConnectionStatus { machine.status }
@@ -261,63 +266,31 @@ package actor RealtimeConnection {
             logger.warning("ignoring a realtime message that could not be decoded", metadata: ["error": "\(error)"])
             return
         }
-        switch message.op {
-        case .ack:
-            guard let ref = message.ref else { return }
-            if let topic = progress.resuming.removeValueShrinking(forKey: ref), message.resync != true, let replayed = message.replayed {
-                // The replay follows this ack; the topic is caught up after it (at once when empty).
-                if replayed == 0 {
-                    events.yield(.caughtUp(topic))
-                } else {
-                    progress.replayRemaining[topic] = replayed
-                }
-            }
-            answered(ref, message)
-        case .error:
+        if message.op == .error {
             logger.warning(
                 "the cloud refused a realtime request",
                 metadata: ["code": "\(message.code?.rawValue ?? "-")", "message": "\(message.message ?? "")"]
             )
-            if let ref = message.ref {
-                answered(ref, message)
-            } else if let topic = message.topic {
-                // The cloud ended a subscription it no longer allows (a stream ACL changed). Whoever
-                // subscribes again starts afresh: nothing sent meanwhile is replayed.
-                machine.subscriptionEnded(topic)
-                machine.forgetHeard(topic)
-                events.yield(.subscriptionRefused(topic, code: message.code, message: message.message ?? "subscription ended"))
-            }
-        case .event:
-            guard let seq = message.seq, let topic = message.topic else { return }
-            machine.heardEvent(seq, of: topic)
-            if let entity = message.entity {
-                events.yield(.entityChanged(seq: seq, topic: topic, entity: entity, previous: message.previous))
-            } else if let streamMessage = message.streamMessage {
-                events.yield(.streamMessage(seq: seq, topic: topic, message: streamMessage))
-            }
-            if let remaining = progress.replayRemaining[topic] {
-                if remaining <= 1 {
-                    progress.replayRemaining.removeValueShrinking(forKey: topic)
-                    events.yield(.caughtUp(topic))
-                } else {
-                    progress.replayRemaining[topic] = remaining - 1
-                }
+        }
+        perform(wire.received(message, topics: &machine))
+    }
+
+    /// Performs what the protocol asks for: the engine told, waiting callers answered, the next batch written.
+    func perform(_ actions: [RealtimeProtocol.Action]) {
+        for action in actions {
+            switch action {
+            case .emit(let event):
+                events.yield(event)
+            case .answer(let ref, let answer):
+                if let (group, index) = answerWaits.removeValueShrinking(forKey: ref) { group.answer(index, answer) }
+            case .writeNext:
+                Task { await self.writeOutgoing() }
             }
         }
     }
 
     private func disconnected() {
         writer = nil
-        requestBook.generation += 1
-        requestBook.awaitedRef = nil
-        requestBook.unsent.removeAll()
-        requestBook.unawaited.removeAll()
-        requestBook.outgoing.removeAll()
-        progress.resuming.removeAll()
-        progress.replayRemaining.removeAll()
-        requestBook.earlyAnswers.removeAll()
-        let grouped = requestBook.groupedAcks
-        requestBook.groupedAcks.removeAll()
-        for (group, index) in grouped.values { group.answer(index, nil) }
+        perform(wire.connectionLost())
     }
 }

@@ -12,7 +12,7 @@ import Synchronization
 import WSClient
 
 /// What the realtime connection tells the engine.
-enum RealtimeEvent: Sendable {
+package enum RealtimeEvent: Sendable, Equatable {
     /// The WebSocket is open and every wanted topic has been (re)subscribed, resuming from the last event
     /// seen where the cloud could replay what was missed. The objects of `needRefresh` could not be resumed
     /// (never had a baseline, the cloud said resync, or refused them) and must be fetched again. Those of

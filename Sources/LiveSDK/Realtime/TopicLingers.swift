@@ -1,11 +1,12 @@
 // Licensed under the Apache License, Version 2.0.
 
+import LiveCloudAPI
+
 /// Released topics that linger, still subscribed, before they are dropped (see
 /// ``RealtimeConnection/release(_:)``), in the order they were released.
 ///
 /// Every linger lasts as long, so they end in the order they began: one timer, set for the oldest, serves them
-/// all. A task and a timer per topic (as before) cost, at the close of a connection with 10,000 tokens, 10,000
-/// tasks asleep for the linger and ~5 % of the engine's time in that close. A topic released again while it
+/// all, however many topics a closing connection releases at once. A topic released again while it
 /// lingers lingers anew from then: its earlier entry is passed over when it comes due. Pure: the connection
 /// keeps the clock and the timer.
 package struct TopicLingers<Key: Hashable & Sendable>: Sendable {
@@ -59,4 +60,11 @@ package struct TopicLingers<Key: Hashable & Sendable>: Sendable {
         }
         return due
     }
+}
+
+/// The topics that stay subscribed for a moment after their last holder left, and whether the one task that ends
+/// their lingers runs.
+struct Lingering {
+    var topics: TopicLingers<Topic>
+    var running = false
 }
