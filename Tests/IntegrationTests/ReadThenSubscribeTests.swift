@@ -20,7 +20,7 @@ import Testing
             try await eventually("the engine's realtime link") { await engine.connectionStatus == .connected }
             try await cluster.fault(#"{"delayRequestsMs":600}"#)
             let first = await engine.object(collection: "posts", id: "r1").observe { _ in }
-            try await eventually("the first observation's read sent") { await !engine.fetchBatches.waiters.isEmpty }
+            try await eventually("the first observation's read sent") { await !engine.objectStarts.fetchBatches.waiters.isEmpty }
             first.invalidate()
             try await eventually("the first observation released") { await engine.objects.observations[key] == nil }
             let changes = Received<LiveObjectChange>()
@@ -94,7 +94,7 @@ import Testing
             try await eventually("every topic subscribed", timeout: .seconds(60)) {
                 try await cluster.stats().subscriptions.keys.count(where: { $0.hasPrefix("object:burst/") }) == count
             }
-            let most = await engine.subscriptionGate.mostRunning
+            let most = await engine.objectStarts.subscriptionGate.mostRunning
             #expect(most <= LiveClient.subscriptionsInFlight, "\(most) subscriptions awaited their answer at once")
             #expect(most >= LiveClient.subscriptionsInFlight / 2, "the burst went through the gate wide (\(most) at most)")
             let reads = try await cluster.stats().readRequests - before.readRequests

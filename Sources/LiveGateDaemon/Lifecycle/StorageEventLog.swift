@@ -9,7 +9,7 @@ import Logging
 extension QuarantinedOutbox {
     /// The damaged outbox `engine` salvaged at start, while its file is still there.
     static func kept(by engine: LiveClient) -> QuarantinedOutbox? {
-        guard let salvage = engine.outboxSalvage, FileManager.default.fileExists(atPath: salvage.movedTo) else { return nil }
+        guard let salvage = engine.startReport.outboxSalvage, FileManager.default.fileExists(atPath: salvage.movedTo) else { return nil }
         return QuarantinedOutbox(file: salvage.movedTo, salvaged: salvage.salvaged, unreadable: salvage.unreadable)
     }
 }
@@ -21,7 +21,7 @@ struct StorageEventLog: Sendable {
     let logger: Logger
 
     func attach(to engine: LiveClient) {
-        if let recovery = engine.cacheRecovery {
+        if let recovery = engine.startReport.cacheRecovery {
             logger.error(
                 "the cache was damaged; it was moved aside and a new one made (observers are served from the cloud)",
                 metadata: [
@@ -30,7 +30,7 @@ struct StorageEventLog: Sendable {
                 ]
             )
         }
-        if let salvage = engine.outboxSalvage {
+        if let salvage = engine.startReport.outboxSalvage {
             logger.critical(
                 "\(Self.describe(salvage))",
                 metadata: [
@@ -40,8 +40,8 @@ struct StorageEventLog: Sendable {
                 ]
             )
         }
-        if engine.adoptedWrites > 0 {
-            logger.notice("queued writes moved from the cache into the outbox", metadata: ["count": "\(engine.adoptedWrites)"])
+        if engine.startReport.adoptedWrites > 0 {
+            logger.notice("queued writes moved from the cache into the outbox", metadata: ["count": "\(engine.startReport.adoptedWrites)"])
         }
         _ = engine.addStorageObserver { [logger] event in Self.log(event, logger) }
     }

@@ -11,7 +11,7 @@
 /// copy within ``pause`` before it) is activated as soon as no start is being read, so it waits for nothing.
 /// However long a burst lasts, none waits longer than about ``longest``, and ``limit`` waiting are activated at
 /// once. One whose observer waits for fresh data is taken out (``take(_:)``) and activated by the engine at once.
-package struct ActivationDeferral<Item: Hashable> {
+package struct ActivationDeferral<Item: Hashable & Sendable>: Sendable {
     /// A burst has paused when none was told a cached copy for this long
     /// (``LiveSDKConfiguration/activationPause``).
     let pause: Duration

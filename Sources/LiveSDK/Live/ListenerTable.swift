@@ -7,3 +7,11 @@ struct ListenerTable<Listener> {
     var listeners: [Topic: [Int: Listener]] = [:]
     var nextID = 0
 }
+
+/// The engine's stream and feed subscribers.
+struct Subscribers {
+    var streams = ListenerTable<StreamListener>()
+    var feeds = ListenerTable<FeedListener>()
+    /// Feed events emitted (the feeds' listeners told), for the statistics and the deliveries' numbers.
+    var feedEmissions = 0
+}

@@ -43,16 +43,16 @@ extension LiveClient {
         _ key: EntityKey,
         checkpoint: (topic: Topic, seq: Int64)?
     ) async throws(LiveError) -> (entity: Entity?, readAt: Int64?, storeFailure: LiveError?) {
-        fetchBatches.nextWaiter += 1
-        let id = fetchBatches.nextWaiter
+        objectStarts.fetchBatches.nextWaiter += 1
+        let id = objectStarts.fetchBatches.nextWaiter
         let outcome = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<FetchOutcome, Never>) in
                 guard !Task.isCancelled else {
                     continuation.resume(returning: (.failure(Self.fetchCancelled(key)), nil, nil))
                     return
                 }
-                fetchBatches.waiters[id] = FetchWaiter(key: key, checkpoint: checkpoint, continuation: continuation)
-                fetchBatches.queue.append(id)
+                objectStarts.fetchBatches.waiters[id] = FetchWaiter(key: key, checkpoint: checkpoint, continuation: continuation)
+                objectStarts.fetchBatches.queue.append(id)
                 startFetchRequests()
             }
         } onCancel: {
@@ -66,25 +66,25 @@ extension LiveClient {
     }
 
     private func cancelFetch(_ id: Int) {
-        guard let waiter = fetchBatches.waiters.removeValueShrinking(forKey: id) else { return }
+        guard let waiter = objectStarts.fetchBatches.waiters.removeValueShrinking(forKey: id) else { return }
         waiter.continuation.resume(returning: (.failure(Self.fetchCancelled(waiter.key)), nil, nil))
     }
 
     private func startFetchRequests() {
-        while fetchBatches.requestsRunning < Self.fetchRequestsInFlight, !fetchBatches.queue.isEmpty {
-            fetchBatches.requestsRunning += 1
+        while objectStarts.fetchBatches.requestsRunning < Self.fetchRequestsInFlight, !objectStarts.fetchBatches.queue.isEmpty {
+            objectStarts.fetchBatches.requestsRunning += 1
             Task { await self.sendFetchRequests() }
         }
     }
 
     /// Sends what is queued, one request after another, until nothing is.
     private func sendFetchRequests() async {
-        defer { fetchBatches.requestsRunning -= 1 }
-        while !fetchBatches.queue.isEmpty {
-            let ids = fetchBatches.queue.prefix(ReadObjectsRequest.maximumKeys)
-            fetchBatches.queue.removeFirst(ids.count)
-            if fetchBatches.queue.isEmpty { fetchBatches.queue = [] }  // the storage a burst grew it to, given back
-            let batch = ids.compactMap { id in fetchBatches.waiters[id].map { (id, $0.key, $0.checkpoint) } }
+        defer { objectStarts.fetchBatches.requestsRunning -= 1 }
+        while !objectStarts.fetchBatches.queue.isEmpty {
+            let ids = objectStarts.fetchBatches.queue.prefix(ReadObjectsRequest.maximumKeys)
+            objectStarts.fetchBatches.queue.removeFirst(ids.count)
+            if objectStarts.fetchBatches.queue.isEmpty { objectStarts.fetchBatches.queue = [] }  // the storage a burst grew it to, given back
+            let batch = ids.compactMap { id in objectStarts.fetchBatches.waiters[id].map { (id, $0.key, $0.checkpoint) } }
             guard !batch.isEmpty else { continue }
             var keys: [EntityKey] = []
             var seen: Set<EntityKey> = []
@@ -123,7 +123,7 @@ extension LiveClient {
                 storeFailure = error
             }
             for (id, key, _) in batch {
-                guard let waiter = fetchBatches.waiters.removeValueShrinking(forKey: id) else { continue }  // cancelled meanwhile
+                guard let waiter = objectStarts.fetchBatches.waiters.removeValueShrinking(forKey: id) else { continue }  // cancelled meanwhile
                 let result = results[key] ?? .failure(Self.fetchCancelled(key))
                 if case .success = result {
                     waiter.continuation.resume(returning: (result, readAt, storeFailure))

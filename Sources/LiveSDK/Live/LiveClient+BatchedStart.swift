@@ -2,6 +2,19 @@
 
 import LiveCloudAPI
 
+/// How object observations start in bursts: their starts read in batches, their fetches batched, their
+/// activation deferred while a burst lasts, and their subscriptions let through a few at a time.
+package struct ObjectStarts: Sendable {
+    /// Batched observation starts (this file).
+    var startBatch = StartBatch()
+    /// Batched object reads (LiveClient+BatchedFetch.swift).
+    package var fetchBatches = FetchBatches()
+    /// Observations told a cached copy, waiting for their activation (``LiveClient/activateWhenTheBurstPauses(_:)``).
+    var activationDeferral: ActivationDeferral<SharedObjectObservation>
+    /// New observations' subscriptions (LiveClient+SubscriptionGate.swift).
+    package var subscriptionGate = LiveClient.SubscriptionGate()
+}
+
 /// The batched starts' bookkeeping: the observations waiting for their cached copy, and whether a read runs.
 struct StartBatch {
     var waiters: [LiveClient.StartWaiter] = []
@@ -40,9 +53,9 @@ extension LiveClient {
     /// What each of `keys` starts from, in their order.
     func batchedStarts(_ keys: [EntityKey]) async throws(LiveError) -> [ObservationStart] {
         try await withCheckedContinuation { (continuation: CheckedContinuation<Result<[ObservationStart], LiveError>, Never>) in
-            startBatch.waiters.append(StartWaiter(keys: keys, continuation: continuation))
-            if !startBatch.reading {
-                startBatch.reading = true
+            objectStarts.startBatch.waiters.append(StartWaiter(keys: keys, continuation: continuation))
+            if !objectStarts.startBatch.reading {
+                objectStarts.startBatch.reading = true
                 Task { await self.readStarts() }
             }
         }.get()
@@ -53,7 +66,7 @@ extension LiveClient {
     /// not held back: their read is their first answer. An observation that ended meanwhile is not activated
     /// (one started anew for its key has its own activation).
     func activateWhenTheBurstPauses(_ started: [SharedObjectObservation]) {
-        perform(activationDeferral.told(started, at: .now, startsReading: startBatch.reading))
+        perform(objectStarts.activationDeferral.told(started, at: .now, startsReading: objectStarts.startBatch.reading))
     }
 
     private typealias Deferral = ActivationDeferral<SharedObjectObservation>
@@ -66,10 +79,10 @@ extension LiveClient {
     public func activateAtOnce(_ keys: [EntityKey]) {
         for key in keys {
             guard let observation = objects.observations[key] else { continue }
-            if activationDeferral.take(observation) {
+            if objectStarts.activationDeferral.take(observation) {
                 commandSink.yield(.activate(key))
             } else if !observation.hasStarted {
-                startBatch.activatingAtOnce.insert(key)
+                objectStarts.startBatch.activatingAtOnce.insert(key)
             }
         }
     }
@@ -84,8 +97,8 @@ extension LiveClient {
             Task {
                 var step = Deferral.Step.awaitPause
                 while case .awaitPause = step {
-                    try? await Task.sleep(for: activationDeferral.pause)
-                    step = activationDeferral.pauseElapsed(at: .now, startsReading: startBatch.reading)
+                    try? await Task.sleep(for: objectStarts.activationDeferral.pause)
+                    step = objectStarts.activationDeferral.pauseElapsed(at: .now, startsReading: objectStarts.startBatch.reading)
                 }
                 perform(step)
             }
@@ -97,19 +110,20 @@ extension LiveClient {
     /// Reads what waits, a batch after another, until nothing does.
     private func readStarts() async {
         defer {
-            startBatch.reading = false
-            perform(activationDeferral.startsRead(at: .now))
+            objectStarts.startBatch.reading = false
+            perform(objectStarts.activationDeferral.startsRead(at: .now))
         }
-        while !startBatch.waiters.isEmpty {
+        while !objectStarts.startBatch.waiters.isEmpty {
             var taken = 1
-            var keyCount = startBatch.waiters[0].keys.count
-            while taken < startBatch.waiters.count, keyCount + startBatch.waiters[taken].keys.count <= Self.startBatchLimit {
-                keyCount += startBatch.waiters[taken].keys.count
+            var keyCount = objectStarts.startBatch.waiters[0].keys.count
+            while taken < objectStarts.startBatch.waiters.count, keyCount + objectStarts.startBatch.waiters[taken].keys.count <= Self.startBatchLimit
+            {
+                keyCount += objectStarts.startBatch.waiters[taken].keys.count
                 taken += 1
             }
-            let batch = Array(startBatch.waiters.prefix(taken))
-            startBatch.waiters.removeFirst(taken)
-            if startBatch.waiters.isEmpty { startBatch.waiters = [] }  // the storage a burst grew it to, given back
+            let batch = Array(objectStarts.startBatch.waiters.prefix(taken))
+            objectStarts.startBatch.waiters.removeFirst(taken)
+            if objectStarts.startBatch.waiters.isEmpty { objectStarts.startBatch.waiters = [] }  // the storage a burst grew it to, given back
             // The waiters' keys one after another: a key two of them ask for is read once (``CacheStore/starts(of:)``
             // places a repeated key's start from its first).
             let keys = batch.count == 1 ? batch[0].keys : batch.flatMap(\.keys)

@@ -47,18 +47,18 @@ extension LiveClient {
             throw LiveError(code: .invalidArgument, message: "a collection name is 1-128 characters of A-Z a-z 0-9 _ - . (got \"\(collection)\")")
         }
         let topic = Topic.collection(collection)
-        feedTable.nextID += 1
-        let id = feedTable.nextID
-        feedTable.listeners[topic, default: [:]][id] = FeedListener(handler: handler, ready: false)
+        subscribers.feeds.nextID += 1
+        let id = subscribers.feeds.nextID
+        subscribers.feeds.listeners[topic, default: [:]][id] = FeedListener(handler: handler, ready: false)
         if let refusal = await realtime.acquire(topic) {
-            feedTable.listeners[topic]?[id] = nil
-            if feedTable.listeners[topic]?.isEmpty == true { feedTable.listeners[topic] = nil }
+            subscribers.feeds.listeners[topic]?[id] = nil
+            if subscribers.feeds.listeners[topic]?.isEmpty == true { subscribers.feeds.listeners[topic] = nil }
             throw LiveError(subscriptionRefusal: refusal.code, message: refusal.message ?? "refused", topic: topic)
         }
-        if await realtime.status == .connected, feedTable.listeners[topic]?[id]?.ready == false {
-            feedTable.listeners[topic]?[id]?.ready = true
-            feedEmissions += 1
-            handler(LiveFeedDelivery(event: .ready, emission: feedEmissions))
+        if await realtime.status == .connected, subscribers.feeds.listeners[topic]?[id]?.ready == false {
+            subscribers.feeds.listeners[topic]?[id]?.ready = true
+            subscribers.feedEmissions += 1
+            handler(LiveFeedDelivery(event: .ready, emission: subscribers.feedEmissions))
         }
         return NotificationToken { [weak self] in
             Task { await self?.unsubscribeFeed(topic, id) }
@@ -66,38 +66,38 @@ extension LiveClient {
     }
 
     private func unsubscribeFeed(_ topic: Topic, _ id: Int) async {
-        guard feedTable.listeners[topic]?[id] != nil else { return }
-        feedTable.listeners[topic]?[id] = nil
-        if feedTable.listeners[topic]?.isEmpty == true { feedTable.listeners[topic] = nil }
+        guard subscribers.feeds.listeners[topic]?[id] != nil else { return }
+        subscribers.feeds.listeners[topic]?[id] = nil
+        if subscribers.feeds.listeners[topic]?.isEmpty == true { subscribers.feeds.listeners[topic] = nil }
         await realtime.release(topic)
     }
 
     /// Hands an event to every subscriber of the topic, in a row, under one emission number: to those that
     /// are ready, and a refusal to those still waiting for the connection too.
     func feedEvent(_ topic: Topic, _ event: LiveFeedEvent) {
-        guard let listeners = feedTable.listeners[topic] else { return }
-        feedEmissions += 1
-        let delivery = LiveFeedDelivery(event: event, emission: feedEmissions)
+        guard let listeners = subscribers.feeds.listeners[topic] else { return }
+        subscribers.feedEmissions += 1
+        let delivery = LiveFeedDelivery(event: event, emission: subscribers.feedEmissions)
         let toAll = if case .error = event { true } else { false }
         for listener in listeners.values where listener.ready || toAll { listener.handler(delivery) }
     }
 
     func feedStatusChanged(_ status: ConnectionStatus) {
-        for topic in feedTable.listeners.keys { feedEvent(topic, .status(status)) }
+        for topic in subscribers.feeds.listeners.keys { feedEvent(topic, .status(status)) }
     }
 
     /// After (re)connecting: subscribers waiting for the connection are ready now; those of topics the
     /// cloud could not resume are told changes may be missing. Those of topics it refused were told so
     /// (``LiveFeedEvent/error(_:)``) and hear nothing more until a later connection is accepted.
     func feedsConnected(needRefresh: Set<Topic>, refused: Set<Topic>) {
-        for topic in feedTable.listeners.keys where !refused.contains(topic) {
+        for topic in subscribers.feeds.listeners.keys where !refused.contains(topic) {
             if needRefresh.contains(topic) { feedEvent(topic, .resync) }
-            let waiting = feedTable.listeners[topic]?.filter { !$0.value.ready } ?? [:]
+            let waiting = subscribers.feeds.listeners[topic]?.filter { !$0.value.ready } ?? [:]
             guard !waiting.isEmpty else { continue }
-            feedEmissions += 1
-            let delivery = LiveFeedDelivery(event: .ready, emission: feedEmissions)
+            subscribers.feedEmissions += 1
+            let delivery = LiveFeedDelivery(event: .ready, emission: subscribers.feedEmissions)
             for (id, listener) in waiting {
-                feedTable.listeners[topic]?[id]?.ready = true
+                subscribers.feeds.listeners[topic]?[id]?.ready = true
                 listener.handler(delivery)
             }
         }

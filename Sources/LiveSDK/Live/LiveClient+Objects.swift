@@ -50,7 +50,7 @@ extension LiveClient {
                 observation = SharedObjectObservation(key: key)
                 objects.observations[key] = observation
                 new.append(observation)
-                if request.activatesAtOnce { startBatch.activatingAtOnce.insert(key) }
+                if request.activatesAtOnce { objectStarts.startBatch.activatingAtOnce.insert(key) }
             }
             let id = observation.add(options: request.options, handler: request.handler)
             tokens.append(
@@ -80,7 +80,8 @@ extension LiveClient {
                 }
                 // One with nothing cached has nothing to tell before its read, and one whose observer waits for
                 // fresh data waits for its read: those go out at once.
-                let atOnce = !startBatch.activatingAtOnce.isEmpty && startBatch.activatingAtOnce.remove(observation.key) != nil
+                let atOnce =
+                    !objectStarts.startBatch.activatingAtOnce.isEmpty && objectStarts.startBatch.activatingAtOnce.remove(observation.key) != nil
                 if start?.cached == nil || atOnce {
                     commandSink.yield(.activate(observation.key))
                 } else {
@@ -259,11 +260,10 @@ extension LiveClient {
     }
 
     /// Subscribes the topic of an object just read as of event `readAt`, from there: the cloud replays what
-    /// changed since the read, and each change is told as it comes, like any later change. (Observers were
-    /// told the read, `fresh`/`loaded`: replayed silently and told once caught up, two writes landing between
-    /// the read and the subscription told only the second, a skip with no resync notice, which the live-semantics
-    /// checker found. A newer version a collection topic brings before the replay of an older one is a gap as
-    /// any other: a resync notice, then the full state.) Returns whether the read stands; `false` when it must
+    /// changed since the read, and each change is told as it comes, like any later change: observers were told
+    /// the read, so two writes landing between the read and the subscription are told both, never the second
+    /// alone. A newer version a collection topic brings before the replay of an older one is a gap as any
+    /// other: a resync notice, then the full state. Returns whether the read stands; `false` when it must
     /// be read again (the cloud could not resume from it, refused the subscription, or did not say what the
     /// read was as of).
     ///

@@ -15,6 +15,18 @@ struct WriteOutboxState {
     /// The object whose write is being sent, and the realtime changes of it that arrived meanwhile.
     var inFlight: EntityKey?
     var heldDuringWrite: [(seq: Int64, topic: Topic, entity: Entity, previous: JSONValue?)] = []
+    /// Wakes the sender when a write is queued.
+    let wake = OutboxWake()
+}
+
+/// Wakes the outbox's sender when a write is queued: at most one wake-up waits, however many writes came.
+struct OutboxWake: Sendable {
+    let wakes: AsyncStream<Void>
+    private let continuation: AsyncStream<Void>.Continuation
+
+    init() { (wakes, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1)) }
+
+    func wake() { continuation.yield() }
 }
 
 /// Writes from this host: local first, then durably queued and sent in order.
@@ -40,7 +52,7 @@ extension LiveClient {
         let outboxID = try await outbox.enqueue(key, change, ifVersion: ifVersion)
         objects.observations[key]?.apply { $0.localWrite(outboxID, change) }
         await pendingChanged(key)
-        outboxSignal.yield()
+        writeState.wake.wake()
         return outboxID
     }
 
@@ -95,7 +107,7 @@ extension LiveClient {
     func runOutbox() async {
         var last: Int64 = 0
         var failures = 0
-        var signals = outboxSignals.makeAsyncIterator()
+        var signals = writeState.wake.wakes.makeAsyncIterator()
         while !Task.isCancelled {
             if !writeState.doneButQueued.isEmpty { await removeDoneWrites() }
             let entry: OutboxEntry?

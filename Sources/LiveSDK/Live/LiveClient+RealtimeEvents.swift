@@ -10,8 +10,11 @@ import Synchronization
 
 /// Who is told of the realtime connection's status, by id.
 struct ConnectionWatch {
+    var status: ConnectionStatus = .offline
     var observers: [Int: @Sendable (ConnectionStatus) -> Void] = [:]
     var nextID = 0
+    /// Retries waiting out their backoff: each ends early when the connection is made again.
+    var retryPauses = RetryPausing()
 }
 
 // The realtime connection's events, in order: into the cache first, then to the observers and the windows.
@@ -78,8 +81,8 @@ extension LiveClient {
     func handle(_ event: RealtimeEvent) async {
         switch event {
         case .statusChanged(let status):
-            guard status != connectionStatus else { return }
-            connectionStatus = status
+            guard status != connectionWatch.status else { return }
+            connectionWatch.status = status
             for observer in connectionWatch.observers.values { observer(status) }
             feedStatusChanged(status)
         case .connected(let needRefresh, let refused):

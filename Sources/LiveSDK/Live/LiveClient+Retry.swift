@@ -22,8 +22,8 @@ extension LiveClient {
     /// - Throws: `CancellationError` when the engine stops meanwhile.
     func retryPause(after failures: Int) async throws {
         let delay = Backoff.delay(attempt: failures + 2, jitter: Double.random(in: 0..<1))
-        retryPausing.nextID += 1
-        let id = retryPausing.nextID
+        connectionWatch.retryPauses.nextID += 1
+        let id = connectionWatch.retryPauses.nextID
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 guard !Task.isCancelled else { return continuation.resume() }
@@ -31,7 +31,7 @@ extension LiveClient {
                     try await Task.sleep(for: delay)
                     await self?.endRetryPause(id)
                 }
-                retryPausing.pauses[id] = RetryPause(continuation: continuation, timer: timer)
+                connectionWatch.retryPauses.pauses[id] = RetryPause(continuation: continuation, timer: timer)
             }
         } onCancel: {
             Task { await self.endRetryPause(id) }
@@ -40,13 +40,13 @@ extension LiveClient {
     }
 
     private func endRetryPause(_ id: Int) {
-        guard let pause = retryPausing.pauses.removeValue(forKey: id) else { return }
+        guard let pause = connectionWatch.retryPauses.pauses.removeValue(forKey: id) else { return }
         pause.timer.cancel()
         pause.continuation.resume()
     }
 
     /// Ends every retry pause now (the realtime connection was made again).
     func endRetryPauses() {
-        for id in retryPausing.pauses.keys { endRetryPause(id) }
+        for id in connectionWatch.retryPauses.pauses.keys { endRetryPause(id) }
     }
 }

@@ -27,9 +27,9 @@ extension LiveClient {
 
     /// Listens to `stream:<stream>/<user>`: one realtime subscription per topic, shared by every listener.
     func listen(_ topic: Topic, handler: @escaping @Sendable (LiveStreamEvent) -> Void) async throws(LiveError) -> NotificationToken {
-        streamTable.nextID += 1
-        let id = streamTable.nextID
-        streamTable.listeners[topic, default: [:]][id] = StreamListener(handler: handler)
+        subscribers.streams.nextID += 1
+        let id = subscribers.streams.nextID
+        subscribers.streams.listeners[topic, default: [:]][id] = StreamListener(handler: handler)
         if let refusal = await realtime.acquire(topic) {
             removeStreamListener(topic, id)
             throw LiveError(subscriptionRefusal: refusal.code, message: refusal.message ?? "refused", topic: topic)
@@ -40,20 +40,20 @@ extension LiveClient {
     }
 
     private func stopListening(_ topic: Topic, _ id: Int) async {
-        guard streamTable.listeners[topic]?[id] != nil else { return }
+        guard subscribers.streams.listeners[topic]?[id] != nil else { return }
         removeStreamListener(topic, id)
         await realtime.release(topic)
     }
 
     private func removeStreamListener(_ topic: Topic, _ id: Int) {
-        streamTable.listeners[topic]?[id] = nil
-        if streamTable.listeners[topic]?.isEmpty == true { streamTable.listeners[topic] = nil }
+        subscribers.streams.listeners[topic]?[id] = nil
+        if subscribers.streams.listeners[topic]?.isEmpty == true { subscribers.streams.listeners[topic] = nil }
     }
 
     /// Hands a realtime stream event to every listener of its topic, one after another: listeners of one
     /// message are called in a row (the daemon encodes each message once because of it).
     func streamEvent(_ topic: Topic, _ event: LiveStreamEvent) {
-        guard let listeners = streamTable.listeners[topic] else { return }
+        guard let listeners = subscribers.streams.listeners[topic] else { return }
         for listener in listeners.values { listener.handler(event) }
     }
 

@@ -23,57 +23,47 @@ import Synchronization
 public actor LiveClient {
     public nonisolated let session: Session
     public nonisolated let logger: Logger
-    package let cache: CacheStore
-    /// The acknowledged writes waiting for the cloud, in a file of their own.
-    let outbox: OutboxStore
-    /// How the state directory's files fare (see ``addStorageObserver(_:)``).
-    let storage: StorageMonitor
-    /// The damaged cache this engine found at start and moved aside, if it did.
-    public nonisolated let cacheRecovery: CacheRecovery?
-    /// The damaged outbox this engine found at start and salvaged, if it did.
-    public nonisolated let outboxSalvage: OutboxSalvage?
-    /// How many queued writes this engine moved at start from the cache (where earlier versions kept them)
-    /// into the outbox.
-    public nonisolated let adoptedWrites: Int
-    let cloud: CloudClient
+    /// The cache, the outbox and how they fare.
+    let files: StateFiles
     package let realtime: RealtimeConnection
     /// The loop the engine runs on (see ``EngineLoop``).
     let engineLoop: EngineLoop
     public nonisolated var unownedExecutor: UnownedSerialExecutor { engineLoop.serialExecutor }
     /// What the engine's loop is asked to do (``Command``), taken a batch at a time by ``runOnEngineLoop()``.
     let commandSink = BatchQueue<Command>()
+    /// ``permissions.readable`` as of its last change, for ``checkReadable(collection:)`` to answer without a hop.
+    nonisolated let knownReadable = Mutex<Set<String>>([])
+
+    // The engine's state, a part per concern, each in the file that works with it.
+
     /// The objects observed: their shared observations and their reads (LiveClient+Objects.swift).
     package var objects = ObjectObservationsState()
-    /// The realtime connection's status and who is told of it.
+    /// How object observations start in bursts (LiveClient+BatchedStart.swift).
+    package var objectStarts: ObjectStarts
+    /// Collection windows: one record of each kind per window (LiveClient+Collections.swift).
+    var collectionWindows = CollectionWindowsState()
+    /// The write outbox's waiters and the write in flight (LiveClient+Outbox.swift).
+    var writeState = WriteOutboxState()
+    /// Stream and feed subscribers (LiveClient+Streams.swift, LiveClient+Feeds.swift).
+    var subscribers = Subscribers()
+    /// What the cloud lets the session's user read (LiveClient+Permissions.swift).
+    var permissions = CollectionPermissions()
+    /// The realtime connection's status, who is told of it, and the retries it ends (LiveClient+Retry.swift).
     var connectionWatch = ConnectionWatch()
     /// The cache's size bound, and when its eviction passes run (LiveClient+Eviction.swift).
     var eviction: EvictionState
-    /// Batched object reads (LiveClient+BatchedFetch.swift).
-    package var fetchBatches = FetchBatches()
-    /// Batched observation starts (LiveClient+BatchedStart.swift).
-    var startBatch = StartBatch()
-    /// Collection windows: one record of each kind per window (LiveClient+Collections.swift).
-    var collectionWindows = CollectionWindowsState()
-    /// Retries waiting out their backoff (LiveClient+Retry.swift).
-    var retryPausing = RetryPausing()
-    /// What the cloud lets the session's user read (LiveClient+Permissions.swift).
-    var permissions = CollectionPermissions()
-    /// Stream and feed listeners (LiveClient+Streams.swift, LiveClient+Feeds.swift).
-    var streamTable = ListenerTable<StreamListener>()
-    var feedTable = ListenerTable<FeedListener>()
-    /// The write outbox's waiters and the write in flight (LiveClient+Outbox.swift).
-    var writeState = WriteOutboxState()
-    /// Observations told a cached copy, waiting for their activation (see ``activateWhenTheBurstPauses(_:)``).
-    var activationDeferral: ActivationDeferral<SharedObjectObservation>
-    /// New observations' subscriptions at once (see LiveClient+SubscriptionGate.swift).
-    package var subscriptionGate = SubscriptionGate()
-    public internal(set) var connectionStatus: ConnectionStatus = .offline
-    /// ``permissions.readable`` as of its last change, for ``checkReadable(collection:)`` to answer without a hop.
-    nonisolated let knownReadable = Mutex<Set<String>>([])
-    /// Feed events emitted (``feedTable``'s listeners told), for the statistics.
-    var feedEmissions = 0
-    let outboxSignal: AsyncStream<Void>.Continuation
-    let outboxSignals: AsyncStream<Void>
+
+    /// The cache of the objects and results seen.
+    package nonisolated var cache: CacheStore { files.cache }
+    /// The acknowledged writes waiting for the cloud, in a file of their own.
+    nonisolated var outbox: OutboxStore { files.outbox }
+    /// How the state directory's files fare (see ``addStorageObserver(_:)``).
+    nonisolated var storage: StorageMonitor { files.monitor }
+    /// What opening the state directory's files found (a damaged cache moved aside, a salvaged outbox).
+    public nonisolated var startReport: StateFilesStartReport { files.startReport }
+    public var connectionStatus: ConnectionStatus { connectionWatch.status }
+    /// The cloud's API, through the session's connections.
+    nonisolated var cloud: CloudClient { session.cloud }
 
     enum Command: Sendable {
         case activate(EntityKey)
@@ -94,18 +84,10 @@ public actor LiveClient {
 
     public init(configuration: LiveSDKConfiguration, logger: Logger) throws {
         self.logger = logger
-        try FileManager.default.createDirectory(atPath: configuration.stateDirectory, withIntermediateDirectories: true)
-        storage = StorageMonitor()
-        (cache, cacheRecovery) = try CacheStore.open(path: configuration.stateDirectory + "/cache.sqlite", monitor: storage)
-        (outbox, outboxSalvage) = try OutboxStore.open(path: configuration.stateDirectory + "/outbox.sqlite", monitor: storage)
-        // Writes an older version queued in the cache's own table move to the outbox (first added there, then
-        // removed from the cache: a crash in between leaves them in both, and the write ids skip the copies).
-        let legacy = try cache.legacyOutbox()
-        adoptedWrites = try outbox.adopt(legacy)
-        if let last = legacy.last { try cache.clearLegacyOutbox(upTo: last.id) }
+        files = try StateFiles.open(directory: configuration.stateDirectory)
         let maxEntities = configuration.cacheMaxEntities.map { max(1, $0) }
         eviction = EvictionState(maxEntities: maxEntities, pacing: maxEntities.map { EvictionPacing(limit: $0) })
-        cloud = CloudClient(baseURL: configuration.cloudURL)
+        let cloud = CloudClient(baseURL: configuration.cloudURL)
         session = Session(credentials: configuration.credentials, cloud: cloud, logger: logger)
         engineLoop = EngineLoop(group: configuration.eventLoopGroup)
         realtime = RealtimeConnection(
@@ -117,8 +99,9 @@ public actor LiveClient {
             pingInterval: configuration.realtimePingInterval,
             engineLoop: engineLoop
         )
-        (outboxSignals, outboxSignal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        activationDeferral = ActivationDeferral(pause: configuration.activationPause, longest: configuration.activationLongestWait)
+        objectStarts = ObjectStarts(
+            activationDeferral: ActivationDeferral(pause: configuration.activationPause, longest: configuration.activationLongestWait)
+        )
     }
 
     /// The engine's loop as a task executor: a task that prefers it and calls the engine (an observation, a write)

@@ -21,7 +21,8 @@ public struct Credentials: Sendable, CustomStringConvertible {
 public actor Session {
     private var machine = SessionStateMachine()
     private let credentials: Credentials
-    private let cloud: CloudClient
+    /// The cloud's API this session signs in through.
+    nonisolated let cloud: CloudClient
     private let logger: Logger
     private var waiters: [CheckedContinuation<Void, Never>] = []
     private var stateObservers: [Int: @Sendable (SessionState) -> Void] = [:]
