@@ -138,7 +138,7 @@ extension LiveClient {
                         ObservationStart(
                             cached: read.entities[index],
                             checkpoint: read.checkpoints[index],
-                            pending: pending[key].map { $0.filter { !writeState.doneButQueued.contains($0.id) } } ?? []
+                            pending: pending[key].map { $0.filter { writeState.sender.isPending($0.id) } } ?? []
                         )
                     )
                 }

@@ -7,9 +7,8 @@ import Logging
 /// The write outbox's state in the engine: who waits for which write, and the write being sent.
 struct WriteOutboxState {
     var waiters: [Int64: CheckedContinuation<Entity, any Error>] = [:]
-    /// Writes confirmed or rejected whose removal from the outbox failed (a full disk): not sent again, not
-    /// counted as pending, removed at the sender's next turn.
-    var doneButQueued: Set<Int64> = []
+    /// Which write goes next, and what each outcome asks for.
+    var sender = OutboxSender()
     /// Outcomes of writes whose writer was not waiting yet.
     var finished: [Int64: Result<Entity, any Error>] = [:]
     /// The object whose write is being sent, and the realtime changes of it that arrived meanwhile.
@@ -87,39 +86,37 @@ extension LiveClient {
 
     /// How many writes wait in the outbox.
     public func pendingWriteCount() async throws(LiveError) -> Int {
-        try await outbox.entries().count { !writeState.doneButQueued.contains($0.id) }
+        try await outbox.entries().count { writeState.sender.isPending($0.id) }
     }
 
     /// Removes the writes that are done but could not be removed from the outbox (a full disk cannot even
     /// record a deletion); those that still fail wait for the next try.
     private func removeDoneWrites() async {
-        for id in writeState.doneButQueued.sorted() {
+        for id in writeState.sender.doneButQueued.sorted() {
             do {
                 try await outbox.remove(id)
-                writeState.doneButQueued.remove(id)
+                writeState.sender.removed(id)
             } catch {
                 return
             }
         }
     }
 
-    /// Sends the outbox, in order, until the task is cancelled.
+    /// Sends the outbox, in order, until the task is cancelled (``OutboxSender`` decides; this does the I/O).
     func runOutbox() async {
-        var last: Int64 = 0
-        var failures = 0
         var signals = writeState.wake.wakes.makeAsyncIterator()
-        while !Task.isCancelled {
-            if !writeState.doneButQueued.isEmpty { await removeDoneWrites() }
+        sending: while !Task.isCancelled {
+            if !writeState.sender.doneButQueued.isEmpty { await removeDoneWrites() }
             let entry: OutboxEntry?
             do {
-                entry = try await outbox.next(after: last)
+                entry = try await outbox.next(after: writeState.sender.last)
             } catch {
                 if Task.isCancelled { break }  // the engine stops
                 logger.error("reading the outbox failed", metadata: ["error": "\(error)"])
                 entry = nil
             }
             guard let entry else {
-                if !writeState.doneButQueued.isEmpty {
+                if !writeState.sender.doneButQueued.isEmpty {
                     // Done writes still to remove: try again in a second (or at a new write).
                     do {
                         try await Task.sleep(for: .seconds(1))
@@ -133,64 +130,64 @@ extension LiveClient {
                 continue
             }
             writeState.inFlight = entry.key
+            let outcome: OutboxSender.Outcome
             do {
-                let entity = try await withSession { token throws(LiveError) in
-                    try await send(entry.write, entry.key, ifVersion: entry.ifVersion, writeID: entry.writeID, token: token)
-                }
-                failures = 0
-                last = entry.id
-                // The entity into the cache first, then the write out of the outbox: a crash in between
-                // resends the write at the next start, under its write id, and the cloud answers with the
-                // first outcome (the reverse order could lose the confirmed entity, never the write; this one
-                // loses neither). A cache that cannot store it only misses an entity the cloud has.
-                // Whether the confirmed entity is the newest copy known: a write whose answer was lost and that
-                // was sent again is confirmed late, after events of newer writes of the object.
-                var newest = true
-                do {
-                    newest = try await cache.store(entity)
-                } catch {
-                    logCacheFailure(error, ["key": "\(entry.key)"])
-                }
-                do {
-                    try await outbox.remove(entry.id)
-                } catch {
-                    // Kept from being sent again by `last`; removed again later. A restart before that resends
-                    // it, under its write id: the cloud applies it once.
-                    writeState.doneButQueued.insert(entry.id)
-                    logger.debug("removing a confirmed write from the outbox failed", metadata: ["key": "\(entry.key)", "error": "\(error)"])
-                }
-                objects.observations[entry.key]?.apply { $0.writeConfirmed(entry.id, entity) }
-                // An older copy places nothing: a window a newer event moved the object out of never takes it back.
-                collectionsChanged(entity, placing: newest)
-                await pendingChanged(entry.key)
-                await releaseHeldChanges()
-                cacheStored(1)
-                finish(entry.id, .success(entity))
-            } catch  where [.cloudUnavailable, .unauthenticated, .cacheFailure].contains(error.code) {
-                await releaseHeldChanges()
-                failures += 1
-                logger.warning(
-                    "the write could not be sent; it stays queued",
-                    metadata: ["key": "\(entry.key)", "error": "\(error)", "attempt": "\(failures)"]
+                outcome = .confirmed(
+                    try await withSession { token throws(LiveError) in
+                        try await send(entry.write, entry.key, ifVersion: entry.ifVersion, writeID: entry.writeID, token: token)
+                    }
                 )
-                do {
-                    try await retryPause(after: failures)
-                } catch {
-                    break
-                }
             } catch {
-                last = entry.id
-                logger.notice("the cloud rejected a write", metadata: ["key": "\(entry.key)", "error": "\(error)"])
-                do {
-                    try await outbox.remove(entry.id)
-                } catch {
-                    writeState.doneButQueued.insert(entry.id)
-                    logger.debug("removing a rejected write from the outbox failed", metadata: ["error": "\(error)"])
+                outcome = .failed(error)
+            }
+            // Whether the confirmed entity is the newest copy known: a write whose answer was lost and that was
+            // sent again is confirmed late, after events of newer writes of the object.
+            var newest = true
+            for action in writeState.sender.sent(entry.id, outcome) {
+                switch action {
+                case .store(let entity):
+                    // A cache that cannot store it only misses an entity the cloud has.
+                    do {
+                        newest = try await cache.store(entity)
+                    } catch {
+                        logCacheFailure(error, ["key": "\(entry.key)"])
+                    }
+                case .remove(let id):
+                    do {
+                        try await outbox.remove(id)
+                        writeState.sender.removed(id)
+                    } catch {
+                        writeState.sender.removalFailed(id)
+                        logger.debug("removing a finished write from the outbox failed", metadata: ["key": "\(entry.key)", "error": "\(error)"])
+                    }
+                case .confirm(let id, let entity):
+                    objects.observations[entry.key]?.apply { $0.writeConfirmed(id, entity) }
+                    // An older copy places nothing: a window a newer event moved the object out of never takes it back.
+                    collectionsChanged(entity, placing: newest)
+                    await pendingChanged(entry.key)
+                    await releaseHeldChanges()
+                    cacheStored(1)
+                    finish(id, .success(entity))
+                case .reject(let id, let error):
+                    logger.notice("the cloud rejected a write", metadata: ["key": "\(entry.key)", "error": "\(error)"])
+                    objects.observations[entry.key]?.apply { $0.writeRejected(id, error) }
+                    await pendingChanged(entry.key)
+                    await releaseHeldChanges()
+                    finish(id, .failure(error))
+                case .pause(let failures):
+                    await releaseHeldChanges()
+                    if case .unreachable(let error) = outcome {
+                        logger.warning(
+                            "the write could not be sent; it stays queued",
+                            metadata: ["key": "\(entry.key)", "error": "\(error)", "attempt": "\(failures)"]
+                        )
+                    }
+                    do {
+                        try await retryPause(after: failures)
+                    } catch {
+                        break sending
+                    }
                 }
-                objects.observations[entry.key]?.apply { $0.writeRejected(entry.id, error) }
-                await pendingChanged(entry.key)
-                await releaseHeldChanges()
-                finish(entry.id, .failure(error))
             }
         }
         // Whoever still waits learns that the write did not complete in this run.
@@ -209,7 +206,7 @@ extension LiveClient {
         guard collectionWindows.observations.keys.contains(where: { $0.query.collection == key.collection }) else { return }
         let overlay: Entity??
         do {
-            overlay = try await pendingOverlay(key, writes: try await outbox.entries(of: key).filter { !writeState.doneButQueued.contains($0.id) })
+            overlay = try await pendingOverlay(key, writes: try await outbox.entries(of: key).filter { writeState.sender.isPending($0.id) })
         } catch {
             logger.error("reading pending writes failed", metadata: ["key": "\(key)", "error": "\(error)"])
             return
@@ -232,7 +229,7 @@ extension LiveClient {
     /// writes wait in the outbox: it shows them from its first state).
     func pendingOverlays(in collection: String) async -> [(id: String, overlay: Entity?)] {
         do {
-            let writes = try await outbox.entries().filter { $0.key.collection == collection && !writeState.doneButQueued.contains($0.id) }
+            let writes = try await outbox.entries().filter { $0.key.collection == collection && writeState.sender.isPending($0.id) }
             var overlays: [(id: String, overlay: Entity?)] = []
             for (key, ofKey) in Dictionary(grouping: writes, by: \.key).sorted(by: { $0.key.id < $1.key.id }) {
                 if let overlay = try await pendingOverlay(key, writes: ofKey) { overlays.append((key.id, overlay)) }
