@@ -174,4 +174,30 @@ import Testing
         // A later ack with the same ref (it cannot come, but if it did) starts no replay.
         #expect(wire.received(.ack(ref: ref, seq: 3, replayed: 1), topics: &topics) == [])
     }
+
+    /// A topic dropped (its linger ended) while its resuming subscription awaited its ack: the ack that comes
+    /// after starts no replay, so a later subscription of the topic is not told caught up by an old count.
+    @Test func aResumptionOfATopicDroppedMeanwhileStartsNoReplay() {
+        var wire = RealtimeProtocol()
+        var topics = Self.connected()
+        let ref = wire.queue(.subscribe, a, since: 5)
+        _ = wire.nextBatch()
+        wire.dropped(a)
+        #expect(wire.received(.ack(ref: ref, seq: 9, replayed: 2), topics: &topics) == [])
+        #expect(wire.received(Self.event(10, on: a), topics: &topics).count == 1)
+        #expect(wire.received(Self.event(11, on: a), topics: &topics).count == 1, "no catch-up from the old count")
+    }
+
+    /// A write that fails after the connection was lost: its requests were answered with the loss, and none is
+    /// kept as not written.
+    @Test func aBatchThatFailsAfterTheLossOwesNothing() {
+        var wire = RealtimeProtocol()
+        let ref = wire.queue(.subscribe, a)
+        let batch = wire.nextBatch() ?? []
+        #expect(wire.wait(for: ref, queuedOn: 0, linkUp: true) == .pending)
+        #expect(wire.connectionLost() == [.answer(ref: ref, nil)])
+        #expect(wire.notWritten(batch) == [], "answered once, with the loss")
+        let next = wire.queue(.subscribe, a)
+        #expect(wire.nextBatch()?.map(\.ref) == [next])
+    }
 }

@@ -11,8 +11,7 @@ import Synchronization
 /// capacity up to a power of two, and its storage object comes on top). A connection numbers its tokens in order (``ClientConnection/allocateToken()``), so when a
 /// token falls outside the last block, a block of it and the tokens after it is written: as many as fit in
 /// ``blockBytes`` (about 30). A slice keeps its block alive: a connection that keeps one token in thirty and
-/// ends the others holds a block for each it keeps (2 KiB, against about 190 bytes before; its tokens are
-/// bounded by `maxTokensPerConnection`).
+/// ends the others holds a block for each it keeps (2 KiB; its tokens are bounded by `maxTokensPerConnection`).
 package final class TokenPrefixes: Sendable {
     /// A block's capacity: a power of two, which NIO would round up to anyway.
     static let blockBytes = 2048

@@ -9,7 +9,7 @@ import LiveSQLite
 import Logging
 import Synchronization
 
-/// A damaged cache that the engine (``LiveClient/cacheRecovery``) moved aside.
+/// A damaged cache that the engine (``LiveClient/startReport``) moved aside.
 public struct CacheRecovery: Sendable, Equatable {
     /// Where the cache is (a new, empty one now).
     public let path: String

@@ -8,7 +8,7 @@ import LiveCloudAPI
     import Glibc
 #endif
 
-/// A damaged outbox the engine salvaged at start (``LiveClient/outboxSalvage``): the writes still readable went,
+/// A damaged outbox the engine salvaged at start (``LiveClient/startReport``): the writes still readable went,
 /// in their order and with their write ids, into a new outbox; the damaged file was kept aside, never deleted.
 public struct OutboxSalvage: Sendable, Equatable {
     /// The outbox's path (now the new outbox).

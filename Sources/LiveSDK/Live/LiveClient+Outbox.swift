@@ -33,8 +33,8 @@ struct OutboxWake: Sendable {
 /// A write is stored in the outbox (synced to disk) and shown to the object's observers at once, marked
 /// ``LiveObjectChange/pendingWrites``. One sender sends the outbox in order, one write at a time, for as
 /// long as the engine runs: through outages (retrying with backoff) and across restarts (what was queued
-/// is sent when the engine runs again). Each write ends **confirmed** (it leaves the outbox in the same
-/// transaction that stores the cloud's entity; observers get the cloud's version) or **rejected** (a
+/// is sent when the engine runs again). Each write ends **confirmed** (the cloud's entity is stored in the
+/// cache, then the write leaves the outbox; observers get the cloud's version) or **rejected** (a
 /// version conflict, a permission, an invalid write: it leaves the outbox, observers get the state without
 /// it and the error). Each write is applied once: it is sent under a write id kept with it in the outbox
 /// (the cloud's `Idempotency-Key`), so a resend after a lost answer or a restart gets the first outcome.

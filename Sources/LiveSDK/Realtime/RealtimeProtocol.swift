@@ -46,6 +46,8 @@ package struct RealtimeProtocol: Sendable {
     private var earlyAnswers: [Int64: RealtimeServerMessage] = [:]
     /// Resuming subscriptions whose ack has not come yet, by ref.
     private var resuming: [Int64: Topic] = [:]
+    /// The last ref queued before the connection was last lost: those requests were answered then.
+    private var lostThrough: Int64 = 0
     /// Replayed events still to come per resumed topic (from the ack's `replayed`).
     private var replayRemaining: [Topic: Int] = [:]
 
@@ -86,7 +88,8 @@ package struct RealtimeProtocol: Sendable {
     package mutating func notWritten(_ batch: [RealtimeClientMessage]) -> [Action] {
         if let last = batch.last?.ref, awaitedRef == last { awaitedRef = nil }
         var actions: [Action] = []
-        for request in batch {
+        // A batch whose write failed after the connection was lost: its requests were answered with the loss.
+        for request in batch where request.ref > lostThrough {
             resuming.removeValueShrinking(forKey: request.ref)
             if request.op == .unsubscribe {
                 unawaited.removeShrinking(request.ref)
@@ -128,7 +131,7 @@ package struct RealtimeProtocol: Sendable {
                 // again starts afresh: nothing sent meanwhile is replayed.
                 topics.subscriptionEnded(topic)
                 topics.forgetHeard(topic)
-                replayRemaining.removeValueShrinking(forKey: topic)
+                forgetProgress(of: topic)
                 actions.append(.emit(.subscriptionRefused(topic, code: message.code, message: message.message ?? "subscription ended")))
             }
         case .event:
@@ -166,15 +169,24 @@ package struct RealtimeProtocol: Sendable {
         }
     }
 
-    /// A topic no longer wanted (its linger ended): a replay of it still under way is not counted to its end.
+    /// A topic no longer wanted (its linger ended): a replay of it, under way or still to be acked, is not
+    /// counted to its end.
     package mutating func dropped(_ topic: Topic) {
+        forgetProgress(of: topic)
+    }
+
+    /// Forgets the replay of `topic` under way, and a resumption of it still awaiting its ack: an ack that comes
+    /// after the topic was dropped starts no replay count.
+    private mutating func forgetProgress(of topic: Topic) {
         replayRemaining.removeValueShrinking(forKey: topic)
+        for (ref, resumed) in resuming where resumed == topic { resuming.removeValueShrinking(forKey: ref) }
     }
 
     /// The connection ended: nothing written on it will be answered, and nothing queued goes out on the next
     /// (its subscriptions are made again from the topics wanted).
     package mutating func connectionLost() -> [Action] {
         generation += 1
+        lostThrough = lastRef
         awaitedRef = nil
         outgoing.removeAll()
         unawaited.removeAll()
