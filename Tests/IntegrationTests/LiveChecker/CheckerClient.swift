@@ -547,7 +547,10 @@ final class CheckerClient: Sendable {
                 return
             }
             let size = params["size"]?.numberValue.map(Int.init) ?? -1
-            if size != t.window.count { problems.append("t\(token) says size \(size) but its window holds \(t.window.count)") }
+            if size != t.window.count {
+                // The message itself: its change set fits the window the client held, so the daemon's differs.
+                problems.append("t\(token) says size \(size) but its window holds \(t.window.count): \(line.prefix(600))")
+            }
             t.count = params["count"]?.numberValue.map(Int.init) ?? -1
             t.hasNext = params["hasNext"] == .bool(true)
             t.hasPrevious = params["hasPrevious"] == .bool(true)
