@@ -361,13 +361,14 @@ public struct LiveCollectionState: Sendable {
             return nil
         }
         keepToItsPages(&next, counted: previous != nil)
-        if previous == nil, wasWhole, next.hasNext || next.hasPrevious {
-            // A window holding the whole result counts its items, so this uncounted write (heard on its object
-            // topic first) was counted already, and so were the ones placed before it, whose collection topic
-            // events, still to come, will count them again now that the window holds part of the result only.
-            // Only a fetch can tell the count (``needsRefill``).
+        if wasWhole, next.hasNext || next.hasPrevious {
+            // A window holding the whole result counts its items, so the writes placed in it uncounted (heard on
+            // their object topic first, or as this host's confirmations) were counted already: this one, when it
+            // is uncounted, and any placed before it, whatever this one is. Their collection topic events, still
+            // to come, will count them again now that the window holds part of the result only. Only a fetch
+            // can tell the count (``needsRefill``).
             countDoubted = true
-            next.count = max(next.count, next.items.count + 1)
+            if previous == nil { next.count = max(next.count, next.items.count + 1) }
         }
         if catchingUp {
             confirmed = next
