@@ -9,51 +9,67 @@ import NIOCore
 
 /// Maps collection tokens onto SDK collection observers, one to one. The SDK shares one observation (one
 /// fetch, one realtime topic) between equal windows and gives every observer of one change the same
-/// `emission` number; this encodes each emission once and writes the same bytes for every token.
+/// `emission` number; this encodes each emission once, and its tokens' shares (``TokenFanout``) write the same
+/// bytes for every token.
 ///
 /// The SDK calls observers serially on its actor, all observers of one emission in a row, so a one-entry
 /// cache of the last encoded emission is all the sharing needs.
 final class CollectionFanout: Sendable {
+    /// A change's body, and its full-state form, made only for a client behind.
+    private struct Encoded: Sendable {
+        let body: ByteBuffer
+        let fullState: ConnectionOutbox.FullState
+    }
+
     private let engine: LiveClient
-    /// Change bodies, and their full-state forms (made only for slow readers), by emission.
-    private let bodies: EncodedOnce<Int>
-    private let fullStates: EncodedOnce<Int>
+    private let encoded: EncodedOnce<Int, Encoded>
+    /// Full states, by emission.
+    private let fullStates: EncodedOnce<Int, ByteBuffer>
+    private let shares = TokenShares()
 
     init(engine: LiveClient, logger: Logger) {
         self.engine = engine
-        bodies = EncodedOnce(logger: logger)
+        encoded = EncodedOnce(logger: logger)
         fullStates = EncodedOnce(logger: logger)
     }
 
     /// How many notification bodies were encoded (for `daemon.stats` and the tests of encode-once).
-    var encodedBodies: Int { bodies.count }
+    var encodedBodies: Int { encoded.count }
 
-    /// Observes `window` for a connection's token.
+    /// Observes `window` for a connection's token; `answer`, when given, is queued on the connection's loop right
+    /// before the token joins its share (so before its first notification).
     func subscribe(
         _ window: CollectionWindow,
         once: Bool,
         outbox: ConnectionOutbox,
+        eventLoop: any EventLoop,
         token: Int64,
+        answer: LoopAnswer?,
         onFinished: @escaping @Sendable () -> Void
     ) async -> CollectionSubscription {
         let prefix = NotificationFrame.prefix(method: NotificationMethod.collectionChanged, token: token)
+        let member = TokenFanout.Member(outbox: outbox, token: token, prefixes: [prefix], coalesces: true, once: once, onFinished: onFinished)
+        let membership = shares.join(member, on: eventLoop, answer: answer)
         let collection = engine.collection(window.query, pageSize: window.pageSize, anchor: window.anchor, pages: window.pages)
         let handler: @Sendable (LiveCollectionChange) -> Void = { [self] change in
-            guard let body = self.body(change) else { return }
-            outbox.offer(token: token, prefix: prefix, body: body) { self.fullState(change) }
-            if once { onFinished() }
+            guard let encoded = self.encoded(change) else { return }
+            let notification = TokenFanout.Change(emission: change.emission, fullState: encoded.fullState)
+            membership.share.submit(.deliver(notification, encoded.body, to: [membership.id]))
         }
         let sdkToken = once ? await collection.observeOnce(handler) : await collection.observe(handler)
-        return CollectionSubscription(sdkToken: sdkToken)
+        return CollectionSubscription(sdkToken: sdkToken, membership: membership)
     }
 
-    private func body(_ change: LiveCollectionChange) -> ByteBuffer? {
-        bodies.body(change.emission) { try NotificationFrame.body(CollectionChangedBody(change, reset: false)) }
+    private func encoded(_ change: LiveCollectionChange) -> Encoded? {
+        encoded.encoded(change.emission) {
+            let body = try NotificationFrame.body(CollectionChangedBody(change, reset: false))
+            return Encoded(body: body) { [self] in self.fullState(change) }
+        }
     }
 
     /// The change as a full state (`reset: true`), for a slow client whose pending notification it replaces.
     private func fullState(_ change: LiveCollectionChange) -> ByteBuffer? {
-        fullStates.body(change.emission) {
+        fullStates.encoded(change.emission) {
             var whole = change
             whole.changes = ChangeSet.between(old: [String](), new: change.items.map(\.id))
             return try NotificationFrame.body(CollectionChangedBody(whole, reset: true))
@@ -64,6 +80,13 @@ final class CollectionFanout: Sendable {
 /// A connection token's collection observation.
 struct CollectionSubscription: Sendable {
     let sdkToken: LiveCollectionToken
+    let membership: TokenMembership
+
+    /// Ends it: the engine's observer, then the token's place on its share.
+    func end() {
+        sdkToken.invalidate()
+        membership.leave()
+    }
 }
 
 extension CollectionChangedBody {

@@ -8,12 +8,13 @@ import NIOCore
 
 /// Maps feed tokens (`feed.subscribe`) onto SDK feed subscriptions, one to one. The SDK shares one realtime
 /// subscription per collection and delivers each event to all of its subscribers in a row under one
-/// emission number, so each event is encoded once and the same bytes go to every token. Events are never
-/// coalesced: a client too slow for them is cut off by its outbox.
+/// emission number, so each event is encoded once, and its tokens' shares (``TokenFanout``) write the same bytes
+/// for every token. Events are never coalesced: a client too slow for them is cut off by its outbox.
 final class FeedFanout: Sendable {
     private let engine: LiveClient
     /// Event bodies, by emission.
-    private let encoded: EncodedOnce<Int>
+    private let encoded: EncodedOnce<Int, ByteBuffer>
+    private let shares = TokenShares()
 
     init(engine: LiveClient, logger: Logger) {
         self.engine = engine
@@ -24,19 +25,26 @@ final class FeedFanout: Sendable {
     var encodedBodies: Int { encoded.count }
 
     /// Subscribes a connection's token to the collection's changes; nothing is written for it before
-    /// ``GatedSubscription/open()``.
+    /// ``NewsSubscription/open(answer:)``.
     /// - Throws: ``LiveError`` when the cloud refuses.
-    func subscribe(collection: String, outbox: ConnectionOutbox, token: Int64) async throws(LiveError) -> GatedSubscription {
-        let gate = NotificationGate(outbox: outbox, token: token)
+    func subscribe(collection: String, outbox: ConnectionOutbox, eventLoop: any EventLoop, token: Int64) async throws(LiveError)
+        -> NewsSubscription
+    {
         let prefix = NotificationFrame.prefix(method: NotificationMethod.feedEvent, token: token)
-        let sdkToken = try await engine.subscribeFeed(collection: collection) { [self] delivery in
-            if let body = body(delivery) { gate.pass(prefix, body) }
+        let member = TokenFanout.Member(outbox: outbox, token: token, prefixes: [prefix], coalesces: false, held: true)
+        let membership = shares.join(member, on: eventLoop)
+        do {
+            let sdkToken = try await engine.subscribeFeed(collection: collection) { [self] delivery in
+                guard let body = encoded.encoded(delivery.emission, { try NotificationFrame.body(Self.wireEvent(delivery.event)) }) else {
+                    return
+                }
+                membership.share.submit(.deliver(TokenFanout.Change(emission: delivery.emission), body, to: [membership.id]))
+            }
+            return NewsSubscription(sdkToken: sdkToken, membership: membership)
+        } catch {
+            membership.leave()
+            throw error
         }
-        return GatedSubscription(sdkToken: sdkToken, gate: gate)
-    }
-
-    private func body(_ delivery: LiveFeedDelivery) -> ByteBuffer? {
-        encoded.body(delivery.emission) { try NotificationFrame.body(Self.wireEvent(delivery.event)) }
     }
 
     private static func wireEvent(_ event: LiveFeedEvent) -> FeedEventBody {

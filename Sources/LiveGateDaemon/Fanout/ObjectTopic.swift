@@ -13,7 +13,7 @@ import Synchronization
 /// loop (``ObjectTopicShare``): a change is handed to each loop once, and each loop offers it to its tokens.
 package final class ObjectTopic: Sendable {
     /// One connection token on this topic.
-    package struct Subscriber {
+    package struct Subscriber: Sendable {
         let outbox: ConnectionOutbox
         /// The event loop of the token's connection, where it is offered its notifications.
         let eventLoop: any EventLoop

@@ -8,12 +8,18 @@ import NIOCore
 
 /// Maps stream tokens (`stream.listen`, `stream.follow`) onto SDK stream listeners, one to one. The SDK
 /// shares one realtime subscription per stream topic and calls all listeners of one message in a row, so
-/// each message is encoded once (keyed by its sequence number) and the same bytes go to every token.
-/// Messages are never coalesced: a client too slow for them is cut off by its outbox.
+/// each message is encoded once (keyed by its sequence number), and its tokens' shares (``TokenFanout``) write
+/// the same bytes for every token. Messages are never coalesced: a client too slow for them is cut off by its
+/// outbox.
 final class StreamFanout: Sendable {
     private let engine: LiveClient
     /// Message bodies, by sequence number.
-    private let encoded: EncodedOnce<Int64>
+    private let encoded: EncodedOnce<Int64, ByteBuffer>
+    private let shares = TokenShares()
+
+    /// The member's prefixes: a message's, then a notice's.
+    private static let message = 0
+    private static let notice = 1
 
     init(engine: LiveClient, logger: Logger) {
         self.engine = engine
@@ -24,35 +30,43 @@ final class StreamFanout: Sendable {
     var encodedBodies: Int { encoded.count }
 
     /// Listens for a connection's token: to the daemon user's own messages (`user` nil) or to what `user`
-    /// posts. Nothing is written for the token before ``GatedSubscription/open()``, so the client learns
+    /// posts. Nothing is written for the token before ``NewsSubscription/open(answer:)``, so the client learns
     /// the token (the answer, queued by the caller in between) before its first message.
     /// - Throws: ``LiveError`` when the cloud refuses (not a subscriber, no such stream).
-    func subscribe(stream: String, user: String?, outbox: ConnectionOutbox, token: Int64) async throws(LiveError) -> GatedSubscription {
-        let gate = NotificationGate(outbox: outbox, token: token)
-        let messagePrefix = NotificationFrame.prefix(method: NotificationMethod.streamMessage, token: token)
-        let noticePrefix = NotificationFrame.prefix(method: NotificationMethod.streamNotice, token: token)
+    func subscribe(stream: String, user: String?, outbox: ConnectionOutbox, eventLoop: any EventLoop, token: Int64) async throws(LiveError)
+        -> NewsSubscription
+    {
+        let prefixes = [
+            NotificationFrame.prefix(method: NotificationMethod.streamMessage, token: token),
+            NotificationFrame.prefix(method: NotificationMethod.streamNotice, token: token),
+        ]
+        let member = TokenFanout.Member(outbox: outbox, token: token, prefixes: prefixes, coalesces: false, held: true)
+        let membership = shares.join(member, on: eventLoop)
         let handler: @Sendable (LiveStreamEvent) -> Void = { [self] event in
             switch event {
             case .message(let message, let seq):
-                if let body = body(message, seq: seq) { gate.pass(messagePrefix, body) }
+                guard let body = body(message, seq: seq) else { return }
+                membership.share.submit(.deliver(TokenFanout.Change(emission: Int(seq), method: Self.message), body, to: [membership.id]))
             case .resync:
-                if let body = try? NotificationFrame.body(StreamNoticeBody(resync: true)) { gate.pass(noticePrefix, body) }
+                guard let body = try? NotificationFrame.body(StreamNoticeBody(resync: true)) else { return }
+                membership.share.submit(.deliver(TokenFanout.Change(emission: nil, method: Self.notice), body, to: [membership.id]))
             case .error(let error):
-                if let body = try? NotificationFrame.body(StreamNoticeBody(error: RPCError(error))) { gate.pass(noticePrefix, body) }
+                guard let body = try? NotificationFrame.body(StreamNoticeBody(error: RPCError(error))) else { return }
+                membership.share.submit(.deliver(TokenFanout.Change(emission: nil, method: Self.notice), body, to: [membership.id]))
             }
         }
         let live = engine.stream(stream)
-        let sdkToken: NotificationToken
-        if let user {
-            sdkToken = try await live.follow(user, handler)
-        } else {
-            sdkToken = try await live.listen(handler)
+        do {
+            let sdkToken = if let user { try await live.follow(user, handler) } else { try await live.listen(handler) }
+            return NewsSubscription(sdkToken: sdkToken, membership: membership)
+        } catch {
+            membership.leave()
+            throw error
         }
-        return GatedSubscription(sdkToken: sdkToken, gate: gate)
     }
 
     private func body(_ message: StreamMessage, seq: Int64) -> ByteBuffer? {
-        encoded.body(seq) {
+        encoded.encoded(seq) {
             try NotificationFrame.body(
                 StreamMessageBody(seq: seq, stream: message.stream, from: message.from, to: message.to, at: message.at, message: message.message)
             )

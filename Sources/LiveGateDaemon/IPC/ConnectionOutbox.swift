@@ -170,7 +170,7 @@ package final class ConnectionOutbox: Sendable {
     /// Several notifications for `token`, in order, from the connection's event loop: what a fan-out task
     /// that had several changes waiting offers each token (one lock, one wake-up, which asks the writer to
     /// write at once: ``Wakeup/writeNow``). All of `bodies`, or only those at the positions `admitted` when
-    /// it is given.
+    /// it is given. They are states (object notifications): once the client is behind, only the last is queued.
     package func offerOnLoop(token: Int64, prefix: ByteBuffer, bodies: SharedBodies, admitted: [Int]? = nil) {
         eventLoop?.preconditionInEventLoop()
         var cutOffNow = false
@@ -178,43 +178,7 @@ package final class ConnectionOutbox: Sendable {
             guard state.closure == .open else { return false }
             let count = admitted?.count ?? bodies.count
             if copiesBytes(state) {
-                // Keeping up: the token's prefix and each body, as many as fit in the last chunk copied with one
-                // access to its storage (a `writeBytes` per piece checked exclusive access to it each time: a
-                // tenth of the daemon's time), then the rest into new chunks of the usual sizes.
-                bodies.bytes.withUnsafeReadableBytes { all in
-                    prefix.withUnsafeReadableBytes { prefixBytes in
-                        func notification(_ index: Int) -> UnsafeRawBufferPointer {
-                            UnsafeRawBufferPointer(rebasing: all[bodies.range(at: admitted?[index] ?? index)])
-                        }
-                        var next = 0
-                        while next < count {
-                            func size(_ index: Int) -> Int { prefixBytes.count + notification(index).count }
-                            reserve(size(next), in: &state.chunks)
-                            let room = state.chunks[state.chunks.count - 1].writableBytes
-                            var end = next + 1
-                            var byteCount = size(next)
-                            while end < count, byteCount + size(end) <= room {
-                                byteCount += size(end)
-                                end += 1
-                            }
-                            let range = next..<end
-                            write(byteCount, into: &state.chunks) { destination in
-                                var offset = 0
-                                func put(_ piece: UnsafeRawBufferPointer) {
-                                    guard let source = piece.baseAddress else { return }
-                                    (destination + offset).copyMemory(from: source, byteCount: piece.count)
-                                    offset += piece.count
-                                }
-                                for index in range {
-                                    put(prefixBytes)
-                                    put(notification(index))
-                                }
-                            }
-                            state.queuedBytes += byteCount
-                            next = end
-                        }
-                    }
-                }
+                copy(prefix, bodies, count: count, position: { admitted?[$0] ?? $0 }, into: &state)
                 cutOffNow = cutOffIfOverLimit(&state)
             } else if isBehind(state), count > 0 {
                 // Behind, each of these would replace the one before it (object notifications are states):
@@ -235,6 +199,67 @@ package final class ConnectionOutbox: Sendable {
             return Self.needsWakeup(&state)
         }
         afterQueueing(wake: wake ? .writeNow : nil, cutOff: cutOffNow)
+    }
+
+    /// One notification, the body at `position` of `bodies`, from the connection's event loop (a fan-out task,
+    /// so the writer is asked to write at once). Once the client is behind it replaces an unsent one for
+    /// `token`, as ``offer(token:prefix:body:fullState:)`` does; with `token` nil it is news, never replaced,
+    /// as ``append(token:prefix:body:)`` is.
+    package func offerOnLoop(token: Int64?, prefix: ByteBuffer, bodies: SharedBodies, at position: Int, fullState: FullState?) {
+        eventLoop?.preconditionInEventLoop()
+        var cutOffNow = false
+        let wake = state.withLock { state -> Bool in
+            guard state.closure == .open else { return false }
+            if copiesBytes(state) {
+                copy(prefix, bodies, count: 1, position: { _ in position }, into: &state)
+            } else {
+                queueItem(prefix: prefix, body: bodies.body(at: position), token: token, fullState: fullState, in: &state)
+            }
+            cutOffNow = cutOffIfOverLimit(&state)
+            return Self.needsWakeup(&state)
+        }
+        afterQueueing(wake: wake ? .writeNow : nil, cutOff: cutOffNow)
+    }
+
+    /// Copies `count` notifications, `prefix` and the body at `position(i)` of `bodies` each, into the chunks:
+    /// as many as fit in the last chunk with one access to its storage (a `writeBytes` per piece checked
+    /// exclusive access to it each time: a tenth of the daemon's time), then the rest into new chunks of the
+    /// usual sizes.
+    private func copy(_ prefix: ByteBuffer, _ bodies: SharedBodies, count: Int, position: (Int) -> Int, into state: inout State) {
+        bodies.bytes.withUnsafeReadableBytes { all in
+            prefix.withUnsafeReadableBytes { prefixBytes in
+                func notification(_ index: Int) -> UnsafeRawBufferPointer {
+                    UnsafeRawBufferPointer(rebasing: all[bodies.range(at: position(index))])
+                }
+                var next = 0
+                while next < count {
+                    func size(_ index: Int) -> Int { prefixBytes.count + notification(index).count }
+                    reserve(size(next), in: &state.chunks)
+                    let room = state.chunks[state.chunks.count - 1].writableBytes
+                    var end = next + 1
+                    var byteCount = size(next)
+                    while end < count, byteCount + size(end) <= room {
+                        byteCount += size(end)
+                        end += 1
+                    }
+                    let range = next..<end
+                    write(byteCount, into: &state.chunks) { destination in
+                        var offset = 0
+                        func put(_ piece: UnsafeRawBufferPointer) {
+                            guard let source = piece.baseAddress else { return }
+                            (destination + offset).copyMemory(from: source, byteCount: piece.count)
+                            offset += piece.count
+                        }
+                        for index in range {
+                            put(prefixBytes)
+                            put(notification(index))
+                        }
+                    }
+                    state.queuedBytes += byteCount
+                    next = end
+                }
+            }
+        }
     }
 
     /// Queues a notification for `token` that is never coalesced (a stream message: each one is news, none

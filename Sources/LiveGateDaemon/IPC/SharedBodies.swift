@@ -26,6 +26,12 @@ package struct SharedBodies {
         self.capacity = capacity
     }
 
+    /// One body, taken as it is.
+    package init(holding body: ByteBuffer) {
+        self.init()
+        append(body, adopting: true)
+    }
+
     var count: Int { first == nil ? 0 : 1 + others.count }
 
     /// Where the body at `position` is in `bytes`' readable bytes.

@@ -279,13 +279,16 @@ struct RequestHandler {
         try await checkReadable(query.collection)
         let window = CollectionWindow(query: query, pageSize: pageSize, anchor: observe.anchor == .last ? .last : .first, pages: pages)
         let token = connection.allocateToken()
-        connection.respond(result: TokenResult(token: token), id: id)
+        // The answer is queued by the token's join, on the connection's loop: before its first notification.
+        let answer = connection.tokenAnswer(token, id: id)
         let connection = self.connection
         let subscription = await context.collections.subscribe(
             window,
             once: observe.once ?? false,
             outbox: connection.outbox,
+            eventLoop: connection.eventLoop,
             token: token,
+            answer: answer,
             onFinished: { connection.endToken(token) }
         )
         connection.tokenSubscribed(token, .collection(subscription))
@@ -350,26 +353,30 @@ struct RequestHandler {
         guard EntityKey.isValidName(request.collection) else {
             throw RPCError(code: .invalidParams, message: "params.collection must be 1-128 characters of A-Z a-z 0-9 _ - .")
         }
-        try await gatedToken(id) { [context, connection] token throws(LiveError) in
-            try await context.feeds.subscribe(collection: request.collection, outbox: connection.outbox, token: token)
+        try await newsToken(id) { [context, connection] token throws(LiveError) in
+            try await context.feeds.subscribe(
+                collection: request.collection,
+                outbox: connection.outbox,
+                eventLoop: connection.eventLoop,
+                token: token
+            )
         }
     }
 
     /// A token whose subscription the cloud may refuse (streams, feeds): allocated first (its notifications
-    /// wait behind the subscription's gate), answered once subscribed, given back when refused.
-    private func gatedToken(_ id: RequestID, _ subscribe: (Int64) async throws(LiveError) -> GatedSubscription) async throws {
+    /// are held on its share), answered once subscribed, given back when refused.
+    private func newsToken(_ id: RequestID, _ subscribe: (Int64) async throws(LiveError) -> NewsSubscription) async throws {
         try checkTokenLimit()
         let token = connection.allocateToken()
-        let subscription: GatedSubscription
+        let subscription: NewsSubscription
         do {
             subscription = try await subscribe(token)
         } catch {
             connection.abandonToken(token)
             throw error
         }
-        connection.respond(result: TokenResult(token: token), id: id)
-        subscription.open()
-        connection.tokenSubscribed(token, .gated(subscription))
+        subscription.open(answer: connection.tokenAnswer(token, id: id))
+        connection.tokenSubscribed(token, .news(subscription))
     }
 
     // MARK: Streams
@@ -399,8 +406,14 @@ struct RequestHandler {
             )
         }
         try Self.checkStreamNames(request.stream, request.user)
-        try await gatedToken(id) { [context, connection] token throws(LiveError) in
-            try await context.streams.subscribe(stream: request.stream, user: request.user, outbox: connection.outbox, token: token)
+        try await newsToken(id) { [context, connection] token throws(LiveError) in
+            try await context.streams.subscribe(
+                stream: request.stream,
+                user: request.user,
+                outbox: connection.outbox,
+                eventLoop: connection.eventLoop,
+                token: token
+            )
         }
     }
 

@@ -71,6 +71,26 @@ package struct IDTable<Value> {
         }
     }
 
+    /// Calls `body` with the value under `id` in place; `nil` when there is none.
+    @inlinable
+    @discardableResult
+    package mutating func update<Result>(_ id: Int, _ body: (inout Value) throws -> Result) rethrows -> Result? {
+        switch storage {
+        case .empty:
+            return nil
+        case .one(let existing, var value):
+            guard existing == id else { return nil }
+            storage = .empty
+            defer { storage = .one(id: id, value) }
+            return try body(&value)
+        case .many(var table):
+            guard let index = table.index(forKey: id) else { return nil }
+            storage = .empty
+            defer { storage = .many(table) }
+            return try body(&table.values[index])
+        }
+    }
+
     /// Calls `body` with each value in place (nothing copied: a copy counts its references again), in no
     /// particular order.
     @inlinable
