@@ -26,6 +26,7 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Updates sent as fast as possible, per throughput run.") var burst = 2000
     @Option(help: "Updates per second in the latency runs.") var rate = 2000
     @Option(help: "Seconds each latency run lasts.") var seconds = 3.0
+    @Option(help: "How many times the fan-out rows run (each run's table, then each row's median and range).") var runs = 5
     @Flag(
         help:
             "After each latency run, its p50 / p99 / max latency per 100 ms of send time, how many subscribers ever waited over 100 ms, and how many received fewer than were sent."
@@ -173,70 +174,33 @@ struct Bench: AsyncParsableCommand {
         defer { cloudTask.cancel() }
         try await waitForTCP(port: port)
 
-        var rows: [Row] = []
         let daemon = try await startDaemon(directory: directory + "/d1", cloudURL: "http://127.0.0.1:\(port)", bin: bin)
         defer { daemon.stop() }
         if let burstMemory {
             try await measureBurstMemory(daemon, subscribers: counts.max() ?? 1000, bursts: burstMemory) { _ = cloud.publish() }
             return
         }
-        var redis: Child?
-        if !skipRedis {
-            redis = try Child(
-                "redis-server",
-                redisServer,
-                ["--port", "0", "--unixsocket", directory + "/redis.sock", "--save", "", "--appendonly", "no", "--maxclients", "20000"],
-                log: directory + "/redis.log"
-            )
-            try await waitForSocket(directory + "/redis.sock", what: "redis-server")
-        }
-        defer { redis?.stop() }
-
-        for count in counts {
-            let pool = try await connectSubscribers(count, to: daemon)
-            // Fresh once read; its topic subscribed from the read just after. The load cloud replays nothing, so an
-            // update sent before that would never reach the daemon (a burst started at once lost its first
-            // updates, or all of them).
-            try await waitUntil("the daemon subscribed to the object's topic") { cloud.subscriptions(of: "o1") == 1 }
-            say("  \(count) subscribers connected to livegated")
-            rows.append(try await measure("livegated", pool: pool, burst: burst, rate: rate, process: daemon.child) { cloud.publish() })
-            await pool.close()
-
-            if !skipFloor {
-                // Alone on the object's topic: the daemon's observation lingers a moment after its last token.
-                try await waitUntil("the daemon to leave the load cloud's topic") { cloud.subscriptions(of: "o1") == 0 }
-                let floor = try await startFloor(directory: directory, port: port)
-                defer { floor.stop() }
-                let floorPool = try await SubscriberPool.connect(
-                    count: count,
-                    socketPath: directory + "/floor.sock",
-                    greeting: "",
-                    readyMarker: ForwarderFloor.readyMarker
+        let redisServers = skipRedis ? [] : try await startRedisServers(directory: directory)
+        defer { for server in redisServers { server.process.stop() } }
+        var runs: [[Row]] = []
+        for run in 1...max(1, self.runs) {
+            if self.runs > 1 { say("fan-out run \(run) of \(self.runs)") }
+            var rows: [Row] = []
+            for count in counts {
+                rows += try await measureFanOut(
+                    count,
+                    daemon: daemon,
+                    cloud: cloud,
+                    directory: directory,
+                    port: port,
+                    publisherLoop: publisherLoop,
+                    redisServers: redisServers
                 )
-                try await waitUntil("\(count) floor subscribers ready") { floorPool.readyCount == count }
-                rows.append(try await measure("forwarder floor", pool: floorPool, burst: burst, rate: rate, process: floor) { cloud.publish() })
-                await floorPool.close()
             }
-
-            if let _ = redis {
-                let publisher = try await RedisPublisher(socketPath: directory + "/redis.sock", eventLoopGroup: publisherLoop)
-                let redisPool = try await SubscriberPool.connect(
-                    count: count,
-                    socketPath: directory + "/redis.sock",
-                    greeting: "SUBSCRIBE bench\r\n",
-                    readyMarker: "subscribe"
-                )
-                try await waitUntil("\(count) redis subscribers ready") { redisPool.readyCount == count }
-                rows.append(
-                    try await measure("redis pub/sub", pool: redisPool, burst: burst, rate: rate, process: redis) {
-                        publisher.publish(cloud.redisPayload())
-                    }
-                )
-                await redisPool.close()
-                await publisher.close()
-            }
+            printTable(rows)
+            runs.append(rows)
         }
-        printTable(rows)
+        printSummary(runs)
 
         if !skipMemory {
             daemon.stop()
@@ -249,6 +213,104 @@ struct Bench: AsyncParsableCommand {
         }
         if !skipManyObjects { try await measureManyObjects(directory: directory, bin: bin) }
         if !skipTurns { try await measureTurns(directory: directory + "/turns", bin: bin) }
+    }
+
+    /// A redis-server of the fan-out runs, and how its row publishes.
+    struct RedisServer {
+        let system: String
+        let socket: String
+        /// Whether each update is stored as it is published (``RedisPublisher/storeAndPublish(_:)``).
+        let stores: Bool
+        let process: Child
+    }
+
+    /// The Redis servers of the fan-out rows: pub/sub alone, and Redis as the daemon keeps its data (each update
+    /// stored and published in one MULTI, appended to its log, written to disk every second).
+    private func startRedisServers(directory: String) async throws -> [RedisServer] {
+        let plain = try Child(
+            "redis-server",
+            redisServer,
+            ["--port", "0", "--unixsocket", directory + "/redis.sock", "--save", "", "--appendonly", "no", "--maxclients", "20000"],
+            log: directory + "/redis.log"
+        )
+        var servers = [RedisServer(system: "redis pub/sub", socket: directory + "/redis.sock", stores: false, process: plain)]
+        do {
+            try FileManager.default.createDirectory(atPath: directory + "/redis-aof", withIntermediateDirectories: true)
+            let persisting = try Child(
+                "redis-server",
+                redisServer,
+                [
+                    "--port", "0", "--unixsocket", directory + "/redis-aof.sock", "--dir", directory + "/redis-aof", "--save", "",
+                    "--appendonly", "yes", "--appendfsync", "everysec", "--maxclients", "20000",
+                ],
+                log: directory + "/redis-aof.log"
+            )
+            servers.append(
+                RedisServer(system: "redis SET+PUBLISH, appendonly", socket: directory + "/redis-aof.sock", stores: true, process: persisting)
+            )
+            for server in servers { try await waitForSocket(server.socket, what: "redis-server (\(server.system))") }
+        } catch {
+            for server in servers { server.process.stop() }
+            throw error
+        }
+        return servers
+    }
+
+    /// One fan-out run of `count` subscribers: livegated, the forwarder floor, Redis pub/sub, and Redis storing
+    /// each update as it publishes it (the rows asked for).
+    private func measureFanOut(
+        _ count: Int,
+        daemon: DaemonProcess,
+        cloud: LoadCloud,
+        directory: String,
+        port: Int,
+        publisherLoop: MultiThreadedEventLoopGroup,
+        redisServers: [RedisServer]
+    ) async throws -> [Row] {
+        var rows: [Row] = []
+        let pool = try await connectSubscribers(count, to: daemon)
+        // Fresh once read; its topic subscribed from the read just after. The load cloud replays nothing, so an
+        // update sent before that would never reach the daemon (a burst started at once lost its first
+        // updates, or all of them).
+        try await waitUntil("the daemon subscribed to the object's topic") { cloud.subscriptions(of: "o1") == 1 }
+        say("  \(count) subscribers connected to livegated")
+        rows.append(try await measure("livegated", pool: pool, burst: burst, rate: rate, process: daemon.child) { cloud.publish() })
+        await pool.close()
+
+        if !skipFloor {
+            // Alone on the object's topic: the daemon's observation lingers a moment after its last token.
+            try await waitUntil("the daemon to leave the load cloud's topic") { cloud.subscriptions(of: "o1") == 0 }
+            let floor = try await startFloor(directory: directory, port: port)
+            defer { floor.stop() }
+            let floorPool = try await SubscriberPool.connect(
+                count: count,
+                socketPath: directory + "/floor.sock",
+                greeting: "",
+                readyMarker: ForwarderFloor.readyMarker
+            )
+            try await waitUntil("\(count) floor subscribers ready") { floorPool.readyCount == count }
+            rows.append(try await measure("forwarder floor", pool: floorPool, burst: burst, rate: rate, process: floor) { cloud.publish() })
+            await floorPool.close()
+        }
+
+        for server in redisServers {
+            let publisher = try await RedisPublisher(socketPath: server.socket, eventLoopGroup: publisherLoop)
+            let redisPool = try await SubscriberPool.connect(
+                count: count,
+                socketPath: server.socket,
+                greeting: "SUBSCRIBE bench\r\n",
+                readyMarker: "subscribe"
+            )
+            try await waitUntil("\(count) redis subscribers ready") { redisPool.readyCount == count }
+            rows.append(
+                try await measure(server.system, pool: redisPool, burst: burst, rate: rate, process: server.process) {
+                    if server.stores { publisher.storeAndPublish(cloud.redisPayload()) } else { publisher.publish(cloud.redisPayload()) }
+                }
+            )
+            await redisPool.close()
+            await publisher.close()
+        }
+        return rows
     }
 
     // MARK: Change sets
@@ -318,11 +380,44 @@ struct Bench: AsyncParsableCommand {
         var latencyExpected: Int
         var p50: Double
         var p99: Double
-        /// CPU time the system's process used per delivery over both runs, in microseconds.
-        var cpuPerDelivery: Double?
-        /// The system's CPU time over both runs per update sent (not per delivery: at N = 1 a reader that fell
-        /// behind gets fewer deliveries than updates).
-        var cpuPerUpdate: Double?
+        /// What each part cost in the burst, and at the paced rate: never mixed.
+        var burstCost: PhaseCost
+        var pacedCost: PhaseCost
+    }
+
+    /// The CPU one phase of a row cost, each process (or part of this one) apart, from the scheduler's counts.
+    struct PhaseCost {
+        /// The system's process (livegated, the forwarder floor, redis-server) per update sent; `nil` when the
+        /// row has none of its own.
+        var system: Double?
+        /// The load generator per update sent: this process but its subscribers' loops (the publisher: the load
+        /// cloud's WebSocket, or the Redis client; and the benchmark's own bookkeeping).
+        var generator: Double
+        /// The subscribers' loops per delivery.
+        var subscribers: Double
+    }
+
+    /// Clocks of one phase's CPU: the system's process, this whole process, and its subscribers' loops.
+    struct PhaseClocks {
+        let system: CPUClock?
+        let benchmark: CPUClock
+        let subscribers: CPUClock
+
+        init(system: Child?, subscriberThreads: [Int32]) {
+            self.system = system?.cpuClock
+            benchmark = CPUClock(pid: getpid())
+            subscribers = CPUClock(threads: subscriberThreads)
+        }
+
+        /// What the phase cost since the clocks were made, for `updates` sent and `deliveries` received.
+        func cost(updates: Int, deliveries: Int) -> PhaseCost {
+            let subscriberSeconds = subscribers.seconds
+            return PhaseCost(
+                system: system.map { $0.seconds * 1e6 / Double(max(1, updates)) },
+                generator: max(0, benchmark.seconds - subscriberSeconds) * 1e6 / Double(max(1, updates)),
+                subscribers: subscriberSeconds * 1e6 / Double(max(1, deliveries))
+            )
+        }
     }
 
     /// A burst of `burst` updates as fast as `publish` goes (deliveries per second), then `rate` updates per
@@ -337,7 +432,8 @@ struct Bench: AsyncParsableCommand {
         publish: @escaping @Sendable () async throws -> Void
     ) async throws -> Row {
         let n = pool.receptions.count
-        let cpuBefore = process?.cpuSeconds
+        let subscriberThreads = try await threadIDs(of: MultiThreadedEventLoopGroup.singleton)
+        var clocks = PhaseClocks(system: process, subscriberThreads: subscriberThreads)
         say("  \(system), N=\(n): burst of \(burst)…")
         // Throughput: a burst as fast as the sender can go.
         for reception in pool.receptions { reception.reset(recordLatencies: false) }
@@ -357,13 +453,16 @@ struct Bench: AsyncParsableCommand {
         let burstDelivered = try await settle(pool, expected: n * burst)
         let last = pool.receptions.map(\.lastAt).max() ?? start
         let deliveriesPerSecond = Double(burstDelivered) / (Double(last &- start) / 1e9)
+        let burstCost = clocks.cost(updates: burst, deliveries: burstDelivered)
 
         // Latency: a fixed rate.
         say("  \(system), N=\(n): \(burstDelivered) of \(n * burst) delivered; now \(rate)/s for \(seconds) s…")
         for reception in pool.receptions { reception.reset(recordLatencies: true, recordStamps: timeline) }
+        clocks = PhaseClocks(system: process, subscriberThreads: subscriberThreads)
         let total = Int(Double(rate) * seconds)
         let sendSeconds = try await send(total, rate: rate) { _ in try await publish() }
         let delivered = try await settle(pool, expected: n * total)
+        let pacedCost = clocks.cost(updates: total, deliveries: delivered)
         var latencies: [UInt64] = []
         latencies.reserveCapacity(delivered)
         for reception in pool.receptions { latencies += reception.latencies }
@@ -381,8 +480,8 @@ struct Bench: AsyncParsableCommand {
             latencyExpected: n * total,
             p50: percentile(0.5),
             p99: percentile(0.99),
-            cpuPerDelivery: process.map { ($0.cpuSeconds - (cpuBefore ?? 0)) * 1e6 / Double(max(1, burstDelivered + delivered)) },
-            cpuPerUpdate: process.map { ($0.cpuSeconds - (cpuBefore ?? 0)) * 1e6 / Double(burst + total) }
+            burstCost: burstCost,
+            pacedCost: pacedCost
         )
         say(
             "  \(system), N=\(n): \(Int(deliveriesPerSecond)) deliveries/s; p50 \(String(format: "%.2f", row.p50)) ms, "
@@ -457,18 +556,53 @@ struct Bench: AsyncParsableCommand {
     func printTable(_ rows: [Row]) {
         say("")
         say(
-            "| system | N | deliveries/s (burst) | delivered (burst) | sent/s | p50 ms | p99 ms | delivered (rate) | CPU µs/delivery | CPU µs/update |"
+            "| system | N | deliveries/s (burst) | delivered (burst) | sent/s | p50 ms | p99 ms | delivered (rate) "
+                + "| burst CPU µs/update: system, generator | paced CPU µs/update: system, generator | subscribers' CPU µs/delivery: burst, paced |"
         )
-        say("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        say("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        func micros(_ value: Double?) -> String { value.map { String(format: $0 < 10 ? "%.2f" : "%.1f", $0) } ?? "-" }
         for row in rows {
             say(
                 "| \(row.system) | \(row.subscribers) | \(Int(row.deliveriesPerSecond)) | \(row.burstDelivered)/\(row.burstExpected) | "
                     + "\(Int(row.sentRate)) | \(String(format: "%.2f", row.p50)) | \(String(format: "%.2f", row.p99)) | "
-                    + "\(row.latencyDelivered)/\(row.latencyExpected) | \(row.cpuPerDelivery.map { String(format: "%.3f", $0) } ?? "-") | "
-                    + "\(row.cpuPerUpdate.map { String(format: "%.1f", $0) } ?? "-") |"
+                    + "\(row.latencyDelivered)/\(row.latencyExpected) | \(micros(row.burstCost.system)), \(micros(row.burstCost.generator)) | "
+                    + "\(micros(row.pacedCost.system)), \(micros(row.pacedCost.generator)) | "
+                    + "\(micros(row.burstCost.subscribers)), \(micros(row.pacedCost.subscribers)) |"
             )
         }
+    }
+
+    /// Each row's median and range over the runs (rows of one system and N, in the order first seen).
+    func printSummary(_ runs: [[Row]]) {
+        guard runs.count > 1 else { return }
         say("")
+        say("medians (ranges) over \(runs.count) runs:")
+        say("")
+        say(
+            "| system | N | deliveries/s (burst) | p50 ms | p99 ms | burst CPU µs/update: system | paced CPU µs/update: system | burst CPU µs/update: generator |"
+        )
+        say("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        var keys: [String] = []
+        var byKey: [String: [Row]] = [:]
+        for row in runs.joined() {
+            let key = "\(row.system) | \(row.subscribers)"
+            if byKey[key] == nil { keys.append(key) }
+            byKey[key, default: []].append(row)
+        }
+        func figures(_ rows: [Row], _ value: (Row) -> Double?) -> String {
+            let values = rows.compactMap(value).sorted()
+            guard !values.isEmpty else { return "-" }
+            let median = values.count % 2 == 1 ? values[values.count / 2] : (values[values.count / 2 - 1] + values[values.count / 2]) / 2
+            func text(_ value: Double) -> String { String(format: value >= 1000 ? "%.0f" : value >= 10 ? "%.1f" : "%.2f", value) }
+            return "\(text(median)) (\(text(values[0]))-\(text(values[values.count - 1])))"
+        }
+        for key in keys {
+            let rows = byKey[key, default: []]
+            say(
+                "| \(key) | \(figures(rows) { $0.deliveriesPerSecond }) | \(figures(rows) { $0.p50 }) | \(figures(rows) { $0.p99 }) | "
+                    + "\(figures(rows) { $0.burstCost.system }) | \(figures(rows) { $0.pacedCost.system }) | \(figures(rows) { $0.burstCost.generator }) |"
+            )
+        }
     }
 
     // MARK: Memory per token

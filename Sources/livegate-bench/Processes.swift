@@ -118,27 +118,39 @@ struct CPUClock {
     let pid: Int32
     /// Which of schedstat's counts: 0 the time on a CPU, 1 the time runnable but waiting for one.
     private let field: Int
+    /// Only these threads (their ids), or all of them.
+    private let threads: Set<Substring>?
     private let start: [Substring: UInt64]
 
     init(pid: Int32) {
         self.init(pid: pid, field: 0)
     }
 
-    private init(pid: Int32, field: Int) {
+    /// A clock of the CPU time of some threads of this process (their ids), such as an event loop group's
+    /// (``threadIDs(of:)``).
+    init(threads: [Int32]) {
+        self.init(pid: getpid(), field: 0, threads: Set(threads.map { Substring(String($0)) }))
+    }
+
+    private init(pid: Int32, field: Int, threads: Set<Substring>? = nil) {
         self.pid = pid
         self.field = field
-        start = Self.perThread(pid, field: field)
+        self.threads = threads
+        start = Self.perThread(pid, field: field, threads: threads)
     }
+
+    /// The same clock started again now.
+    func restarted() -> CPUClock { CPUClock(pid: pid, field: field, threads: threads) }
 
     /// A clock of the time the process's threads spent runnable, waiting for a CPU (schedstat's run-queue wait):
     /// what an oversubscribed machine adds to a request's latency.
     static func runQueueWait(pid: Int32) -> CPUClock { CPUClock(pid: pid, field: 1) }
 
     /// Nanoseconds of the count so far, by thread id.
-    private static func perThread(_ pid: Int32, field: Int) -> [Substring: UInt64] {
+    private static func perThread(_ pid: Int32, field: Int, threads only: Set<Substring>? = nil) -> [Substring: UInt64] {
         guard let threads = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return [:] }
         var times: [Substring: UInt64] = [:]
-        for thread in threads {
+        for thread in threads where only?.contains(Substring(thread)) ?? true {
             guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(thread)/schedstat", encoding: .utf8),
                 case let counts = stat.split(separator: " "), counts.count > field, let nanoseconds = UInt64(counts[field])
             else { continue }
@@ -149,8 +161,19 @@ struct CPUClock {
 
     /// Seconds of the count since the clock was made, over every thread alive now (one born since counts from zero).
     var seconds: Double {
-        let now = Self.perThread(pid, field: field)
+        let now = Self.perThread(pid, field: field, threads: threads)
         let nanoseconds = now.reduce(UInt64(0)) { sum, thread in sum + (thread.value &- (start[thread.key] ?? 0)) }
         return Double(nanoseconds) / 1e9
     }
+}
+
+/// The thread ids of an event loop group's loops (each asked on its own thread: `/proc/thread-self` names it).
+func threadIDs(of group: MultiThreadedEventLoopGroup) async throws -> [Int32] {
+    var ids: [Int32] = []
+    for loop in group.makeIterator() {
+        let link = try await loop.submit { try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self") }.get()
+        guard let id = link.split(separator: "/").last.flatMap({ Int32($0) }) else { throw BenchError("no thread id in /proc/thread-self (\(link))") }
+        ids.append(id)
+    }
+    return ids
 }
