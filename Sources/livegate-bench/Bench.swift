@@ -4,7 +4,6 @@ import ArgumentParser
 import AsyncHTTPClient
 import Dispatch
 import Foundation
-import Hummingbird
 import LiveChangeSet
 import LiveCloudAPI
 import LiveGateVersion
@@ -170,9 +169,8 @@ struct Bench: AsyncParsableCommand {
         // The publishers (the load cloud's WebSocket, the Redis publisher) get a loop of their own: on the
         // subscribers' loops, an update waited behind their reads before it was even sent, for both systems.
         let publisherLoop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let cloudTask = Task { try await cloud.application(port: port, eventLoopGroup: publisherLoop).runService() }
-        defer { cloudTask.cancel() }
-        try await waitForTCP(port: port)
+        let cloudServer = try await cloud.serve(port: port, eventLoopGroup: publisherLoop)
+        defer { cloudServer.close(promise: nil) }
 
         let daemon = try await startDaemon(directory: directory + "/d1", cloudURL: "http://127.0.0.1:\(port)", bin: bin)
         defer { daemon.stop() }
@@ -274,7 +272,13 @@ struct Bench: AsyncParsableCommand {
         // updates, or all of them).
         try await waitUntil("the daemon subscribed to the object's topic") { cloud.subscriptions(of: "o1") == 1 }
         say("  \(count) subscribers connected to livegated")
-        rows.append(try await measure("livegated", pool: pool, burst: burst, rate: rate, process: daemon.child) { cloud.publish() })
+        let cloudBurst: BurstSender = { count in
+            cloud.prepareBurst(count)
+            return { try await cloud.publishPrepared() }
+        }
+        rows.append(
+            try await measure("livegated", pool: pool, burst: burst, rate: rate, process: daemon.child, burstSender: cloudBurst) { cloud.publish() }
+        )
         await pool.close()
 
         if !skipFloor {
@@ -289,7 +293,11 @@ struct Bench: AsyncParsableCommand {
                 readyMarker: ForwarderFloor.readyMarker
             )
             try await waitUntil("\(count) floor subscribers ready") { floorPool.readyCount == count }
-            rows.append(try await measure("forwarder floor", pool: floorPool, burst: burst, rate: rate, process: floor) { cloud.publish() })
+            rows.append(
+                try await measure("forwarder floor", pool: floorPool, burst: burst, rate: rate, process: floor, burstSender: cloudBurst) {
+                    cloud.publish()
+                }
+            )
             await floorPool.close()
         }
 
@@ -302,9 +310,14 @@ struct Bench: AsyncParsableCommand {
                 readyMarker: "subscribe"
             )
             try await waitUntil("\(count) redis subscribers ready") { redisPool.readyCount == count }
+            let command: @Sendable () -> StampedMessage = { RedisPublisher.command(cloud.redisPayload, stores: server.stores) }
+            let redisBurst: BurstSender = { count in
+                let commands = TakeOnce((0..<count).map { _ in command() })
+                return { try await publisher.publishBurst(commands) }
+            }
             rows.append(
-                try await measure(server.system, pool: redisPool, burst: burst, rate: rate, process: server.process) {
-                    if server.stores { publisher.storeAndPublish(cloud.redisPayload()) } else { publisher.publish(cloud.redisPayload()) }
+                try await measure(server.system, pool: redisPool, burst: burst, rate: rate, process: server.process, burstSender: redisBurst) {
+                    publisher.publish(command())
                 }
             )
             await redisPool.close()
@@ -420,6 +433,9 @@ struct Bench: AsyncParsableCommand {
         }
     }
 
+    /// Renders a burst of updates ahead, and gives what sends it (rendering is not the generator's cost per update).
+    typealias BurstSender = @Sendable (Int) -> @Sendable () async throws -> Void
+
     /// A burst of `burst` updates as fast as `publish` goes (deliveries per second), then `rate` updates per
     /// second for `seconds` (latency). The same for every row: in-process publishers and REST writes alike.
     func measure(
@@ -429,6 +445,7 @@ struct Bench: AsyncParsableCommand {
         rate: Int,
         process: Child? = nil,
         burstWriters: Int = 1,
+        burstSender: BurstSender? = nil,
         publish: @escaping @Sendable () async throws -> Void
     ) async throws -> Row {
         let n = pool.receptions.count
@@ -437,8 +454,11 @@ struct Bench: AsyncParsableCommand {
         say("  \(system), N=\(n): burst of \(burst)…")
         // Throughput: a burst as fast as the sender can go.
         for reception in pool.receptions { reception.reset(recordLatencies: false) }
+        let sendBurst = burstSender?(burst)
         let start = DispatchTime.now().uptimeNanoseconds
-        if burstWriters > 1 {
+        if let sendBurst {
+            try await sendBurst()
+        } else if burstWriters > 1 {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for writer in 0..<burstWriters {
                     group.addTask { for _ in stride(from: writer, to: burst, by: burstWriters) { try await publish() } }
@@ -796,17 +816,6 @@ struct Bench: AsyncParsableCommand {
         )
         try await waitForSocket(directory + "/floor.sock", what: "the forwarder floor", timeout: .seconds(120))
         return floor
-    }
-
-    func waitForTCP(port: Int) async throws {
-        for _ in 0..<600 {
-            if let channel = try? await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: port).get() {
-                try? await channel.close()
-                return
-            }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        throw BenchError("the load cloud did not listen on \(port)")
     }
 
     func waitUntil(_ what: String, timeout: Duration = .seconds(60), _ condition: () -> Bool) async throws {

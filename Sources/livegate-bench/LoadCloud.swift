@@ -2,27 +2,40 @@
 
 import Dispatch
 import Foundation
-import Hummingbird
-import HummingbirdWebSocket
 import LiveCloudAPI
-import Logging
 import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOWebSocket
 import Synchronization
 
 /// A load generator that speaks the cloud's protocols (login, object reads, the realtime WebSocket), so that a
 /// benchmark of the daemon measures the daemon and not the cloud's storage. It serves one object,
 /// `bench/o1`, whose data is `{"pad": "…", "t": <send time, ns>}`, and publishes new versions of it to every
 /// realtime connection subscribed to its topic, at a fixed rate or as fast as it can.
+///
+/// It costs what the Redis publisher costs: an event is a WebSocket frame rendered before it is sent (its send
+/// time stamped into it in place, right-aligned in a field of spaces: JSON whitespace), and a burst is written
+/// straight to the socket, 64 frames a flush (one `writev`), on the connection's own loop.
 final class LoadCloud: Sendable {
     static let collection = "bench"
+
+    /// A realtime connection: where its frames are written, and the object ids it subscribed to (an event goes only
+    /// to those of its topic: a second client of the load cloud, the forwarder floor, would otherwise load the
+    /// daemon).
+    private struct Connection: Sendable {
+        let channel: any Channel
+        let writer: NIOLoopBound<RawFrameWriter>
+        var ids: Set<String> = []
+    }
 
     private struct State {
         var versions: [String: Int64] = [:]
         var seq: Int64 = 0
-        /// The realtime connections, each with the object ids it subscribed to: an event goes only to those of
-        /// its topic (a second client of the load cloud, the forwarder floor, would otherwise load the daemon).
-        var subscribers: [Int: (sink: AsyncStream<String>.Continuation, ids: Set<String>)] = [:]
-        var nextSubscriber = 0
+        var connections: [Int: Connection] = [:]
+        var nextConnection = 0
+        /// A burst rendered ahead (``prepareBurst(_:id:)``), by connection.
+        var prepared: [(Connection, TakeOnce<[StampedMessage]>)] = []
     }
 
     private let state = Mutex(State())
@@ -32,39 +45,85 @@ final class LoadCloud: Sendable {
         padding = String(repeating: "x", count: max(0, payloadBytes - 40))
     }
 
-    /// The realtime event of a new version of `bench/<id>` (what ``publish(id:)`` sends).
+    /// The realtime event of a new version of `bench/<id>` (what ``publish(id:)`` sends), stamped with `t`.
     func eventText(id: String, version: Int64, seq: Int64, t: UInt64) -> String {
-        #"{"entity":\#(entityJSON(id: id, version: version, t: t)),"op":"event","seq":\#(seq),"topic":"object:bench/\#(id)"}"#
+        var message = event(id: id, version: version, seq: seq)
+        message.stamp(t)
+        return String(buffer: message.payload)
     }
 
-    /// The entity's JSON, with `t` = 0 for reads (so readers can tell them from timed events).
-    private func entityJSON(id: String, version: Int64, t: UInt64) -> String {
-        #"{"collection":"bench","createdAt":"2026-01-01T00:00:00.000Z","data":{"pad":"\#(padding)","t":\#(t)},"deleted":false,"#
+    /// The event as a message whose stamp is filled in when it is sent.
+    private func event(id: String, version: Int64, seq: Int64) -> StampedMessage {
+        StampedMessage(
+            frame: [
+                #"{"entity":{"collection":"bench","createdAt":"2026-01-01T00:00:00.000Z","data":{"pad":"\#(padding)","t":"#,
+                #"},"deleted":false,"id":"\#(id)","updatedAt":"2026-01-01T00:00:00.000Z","version":\#(version)},"op":"event","seq":\#(seq),"#
+                    + #""topic":"object:bench/\#(id)"}"#,
+            ]
+        )
+    }
+
+    /// The entity's JSON as a read answers it, with `t` = 0 (so readers can tell it from timed events).
+    private func entityJSON(id: String, version: Int64) -> String {
+        #"{"collection":"bench","createdAt":"2026-01-01T00:00:00.000Z","data":{"pad":"\#(padding)","t":0},"deleted":false,"#
             + #""id":"\#(id)","updatedAt":"2026-01-01T00:00:00.000Z","version":\#(version)}"#
     }
 
-    /// - Parameter eventLoopGroup: where the server's sockets are served (the benchmark gives its publishers a
-    ///   loop of their own, apart from the subscribers').
-    func application(port: Int, eventLoopGroup: any EventLoopGroup) -> some ApplicationProtocol {
-        let router = Router(context: BasicWebSocketRequestContext.self)
-        router.post(RouterPath(CloudPath.login)) { _, _ -> Response in
-            let login =
+    /// Serves the cloud's HTTP API and realtime WebSocket on `port` (127.0.0.1), on `eventLoopGroup`'s loops (the
+    /// benchmark gives its publishers a loop of their own, apart from the subscribers').
+    func serve(port: Int, eventLoopGroup: any EventLoopGroup) async throws -> any Channel {
+        try await ServerBootstrap(group: eventLoopGroup)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let upgrader = NIOWebSocketServerUpgrader(
+                        // A batch of subscriptions is one message, as large as livegate-cloud takes.
+                        maxFrameSize: RealtimeClientBatch.maximumBytes,
+                        shouldUpgrade: { channel, head in
+                            channel.eventLoop.makeSucceededFuture(head.uri.hasPrefix(CloudPath.realtime) ? HTTPHeaders() : nil)
+                        },
+                        upgradePipelineHandler: { channel, _ in
+                            channel.pipeline.removeHandler(name: CloudHTTPHandler.name).flatMapThrowing {
+                                // First, next to the socket: its writes (frames made already) pass no encoder.
+                                let writer = RawFrameWriter()
+                                try channel.pipeline.syncOperations.addHandler(writer, position: .first)
+                                try channel.pipeline.syncOperations.addHandler(
+                                    RealtimeHandler(cloud: self, writer: NIOLoopBound(writer, eventLoop: channel.eventLoop))
+                                )
+                            }
+                        }
+                    )
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(
+                        withServerUpgrade: (upgraders: [upgrader], completionHandler: { _ in })
+                    )
+                    try channel.pipeline.syncOperations.addHandler(CloudHTTPHandler(cloud: self), name: CloudHTTPHandler.name)
+                }
+            }
+            .bind(host: "127.0.0.1", port: port).get()
+    }
+
+    /// What the cloud answers a request: the login, an object's read, a batched read; 404 for anything else.
+    fileprivate func answer(method: HTTPMethod, path: String, body: ByteBuffer) -> (HTTPResponseStatus, String) {
+        if method == .POST, path == CloudPath.login {
+            return (
+                .ok,
                 #"{"accessToken":"bench","expiresIn":86400,"refreshExpiresIn":86400,"refreshToken":"bench-refresh","tokenType":"Bearer","userId":"bench"}"#
-            return Response(status: .ok, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(string: login)))
+            )
         }
-        router.get("/v1/collections/:collection/objects/:id") { _, context -> Response in
-            let id = try context.parameters.require("id")
-            let version = self.state.withLock { state in
+        let parts = path.split(separator: "/")
+        if method == .GET, parts.count == 5, parts[0] == "v1", parts[1] == "collections", parts[3] == "objects" {
+            let id = String(parts[4])
+            let version = state.withLock { state in
                 if state.versions[id] == nil { state.versions[id] = 1 }
                 return state.versions[id]!
             }
-            let body = ByteBuffer(string: self.entityJSON(id: id, version: version, t: 0))
-            return Response(status: .ok, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: body))
+            return (.ok, entityJSON(id: id, version: version))
         }
         // The batched read (what the engine reads a new observation's object with), as of the last event.
-        router.post(RouterPath(CloudPath.readObjects)) { request, _ -> Response in
-            let read = try JSONDecoder().decode(ReadObjectsRequest.self, from: Data(try await request.body.collect(upTo: 1 << 20).readableBytesView))
-            let (versions, seq) = self.state.withLock { state in
+        if method == .POST, path == CloudPath.readObjects,
+            let read = try? JSONDecoder().decode(ReadObjectsRequest.self, from: Data(body.readableBytesView))
+        {
+            let (versions, seq) = state.withLock { state in
                 let versions = read.keys.map { key -> Int64 in
                     if state.versions[key.id] == nil { state.versions[key.id] = 1 }
                     return state.versions[key.id]!
@@ -73,100 +132,303 @@ final class LoadCloud: Sendable {
             }
             let results = zip(read.keys, versions).map { key, version in
                 key.collection == Self.collection
-                    ? #"{"collection":"bench","entity":\#(self.entityJSON(id: key.id, version: version, t: 0)),"id":"\#(key.id)"}"#
+                    ? #"{"collection":"bench","entity":\#(entityJSON(id: key.id, version: version)),"id":"\#(key.id)"}"#
                     : #"{"collection":"\#(key.collection)","error":{"code":"not_found","message":"no such object"},"id":"\#(key.id)"}"#
             }
-            let body = ByteBuffer(string: #"{"results":[\#(results.joined(separator: ","))],"seq":\#(seq)}"#)
-            return Response(status: .ok, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: body))
+            return (.ok, #"{"results":[\#(results.joined(separator: ","))],"seq":\#(seq)}"#)
         }
-        router.ws(RouterPath(CloudPath.realtime)) { _, _ in
-            .upgrade([:])
-        } onUpgrade: { inbound, outbound, _ in
-            let (messages, sink) = AsyncStream.makeStream(of: String.self)
-            let id = self.state.withLock { state in
-                state.nextSubscriber += 1
-                state.subscribers[state.nextSubscriber] = (sink, [])
-                return state.nextSubscriber
-            }
-            defer { _ = self.state.withLock { $0.subscribers.removeValue(forKey: id) } }
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { for await text in messages { try await outbound.write(.text(text)) } }
-                for try await message in inbound.messages(maxSize: RealtimeClientBatch.maximumBytes) {
-                    guard case .text(let text) = message,
-                        let frame = try? JSONDecoder().decode(RealtimeClientFrame.self, from: Data(text.utf8))
-                    else { continue }
-                    let requests =
-                        switch frame {
-                        case .single(let request): [request]
-                        case .batch(let requests): requests
-                        }
-                    for request in requests {
-                        let seq = self.state.withLock { state in
-                            if case .object(let key) = request.topic, key.collection == Self.collection {
-                                switch request.op {
-                                case .subscribe: state.subscribers[id]?.ids.insert(key.id)
-                                case .unsubscribe: state.subscribers[id]?.ids.remove(key.id)
-                                }
-                            }
-                            return state.seq
-                        }
-                        guard request.op == .subscribe else {
-                            sink.yield(#"{"op":"ack","ref":\#(request.ref)}"#)
-                            continue
-                        }
-                        // No log to replay from: a subscription from the last event resumes with nothing to replay,
-                        // one from before it is told to resync.
-                        switch request.since {
-                        case nil: sink.yield(#"{"op":"ack","ref":\#(request.ref),"seq":\#(seq)}"#)
-                        case seq?: sink.yield(#"{"op":"ack","ref":\#(request.ref),"replayed":0,"seq":\#(seq)}"#)
-                        default: sink.yield(#"{"op":"ack","ref":\#(request.ref),"resync":true,"seq":\#(seq)}"#)
-                        }
-                    }
+        return (.notFound, #"{"error":{"code":"not_found","message":"the load cloud serves logins and object reads"}}"#)
+    }
+
+    fileprivate func connected(_ channel: any Channel, writer: NIOLoopBound<RawFrameWriter>) -> Int {
+        state.withLock { state in
+            state.nextConnection += 1
+            state.connections[state.nextConnection] = Connection(channel: channel, writer: writer)
+            return state.nextConnection
+        }
+    }
+
+    fileprivate func disconnected(_ id: Int) { _ = state.withLock { $0.connections.removeValue(forKey: id) } }
+
+    /// The answer to a subscription or unsubscription on connection `connection`. No log to replay from: a
+    /// subscription from the last event resumes with nothing to replay, one from before it is told to resync.
+    fileprivate func ack(_ request: RealtimeClientMessage, on connection: Int) -> String {
+        let seq = state.withLock { state in
+            if case .object(let key) = request.topic, key.collection == Self.collection {
+                switch request.op {
+                case .subscribe: state.connections[connection]?.ids.insert(key.id)
+                case .unsubscribe: state.connections[connection]?.ids.remove(key.id)
                 }
-                sink.finish()
-                group.cancelAll()
             }
+            return state.seq
         }
-        return Application(
-            router: router,
-            // A batch of subscriptions is one message, as large as livegate-cloud takes (the default, 16 KiB, closed
-            // the connection at the first batch of a few hundred topics).
-            server: .http1WebSocketUpgrade(
-                webSocketRouter: router,
-                configuration: .init(ws: .init(maxFrameSize: RealtimeClientBatch.maximumBytes))
-            ),
-            configuration: .init(address: .hostname("127.0.0.1", port: port)),
-            eventLoopGroupProvider: .shared(eventLoopGroup),
-            logger: Logger(label: "bench-cloud", factory: { _ in SwiftLogNoOpLogHandler() })
-        )
+        guard request.op == .subscribe else { return #"{"op":"ack","ref":\#(request.ref)}"# }
+        switch request.since {
+        case nil: return #"{"op":"ack","ref":\#(request.ref),"seq":\#(seq)}"#
+        case seq?: return #"{"op":"ack","ref":\#(request.ref),"replayed":0,"seq":\#(seq)}"#
+        default: return #"{"op":"ack","ref":\#(request.ref),"resync":true,"seq":\#(seq)}"#
+        }
     }
 
     /// How many realtime connections are subscribed to `bench/<id>`.
     func subscriptions(of id: String) -> Int {
-        state.withLock { $0.subscribers.values.filter { $0.ids.contains(id) }.count }
+        state.withLock { $0.connections.values.filter { $0.ids.contains(id) }.count }
     }
 
     /// How many of `ids` some realtime connection is subscribed to.
     func subscribedCount(of ids: [String]) -> Int {
-        state.withLock { state in ids.count { id in state.subscribers.values.contains { $0.ids.contains(id) } } }
+        state.withLock { state in ids.count { id in state.connections.values.contains { $0.ids.contains(id) } } }
     }
 
-    /// Publishes one new version of `bench/<id>`, stamped with the time now; returns the stamp.
+    /// Publishes one new version of `bench/<id>`, stamped with the time now (written and flushed on each subscribed
+    /// connection's loop); returns the stamp.
     @discardableResult
     func publish(id: String = "o1") -> UInt64 {
         let t = DispatchTime.now().uptimeNanoseconds
-        state.withLock { state in
+        let targets = state.withLock { state -> [(Connection, StampedMessage)] in
             state.seq += 1
             let version = (state.versions[id] ?? 1) + 1
             state.versions[id] = version
-            let text = eventText(id: id, version: version, seq: state.seq, t: t)
-            for subscriber in state.subscribers.values where subscriber.ids.contains(id) { subscriber.sink.yield(text) }
+            let targets = state.connections.values.filter { $0.ids.contains(id) }
+            return targets.map { ($0, event(id: id, version: version, seq: state.seq)) }
+        }
+        for (connection, message) in targets {
+            var message = message
+            message.stamp(t)
+            let frame = message.bytes
+            connection.channel.eventLoop.execute { connection.writer.value.write(CollectionOfOne(frame)) }
         }
         return t
     }
 
-    /// The payload a Redis publisher sends for the same update (the same bytes the daemon's clients see as data).
-    func redisPayload() -> String {
-        #"{"pad":"\#(padding)","t":\#(DispatchTime.now().uptimeNanoseconds)}"#
+    /// Renders the next `count` versions of `bench/<id>` for every subscribed connection, to be sent by
+    /// ``publishPrepared()`` (their stamps filled in then). The versions count as published from now on.
+    func prepareBurst(_ count: Int, id: String = "o1") {
+        state.withLock { state in
+            let first = (seq: state.seq + 1, version: (state.versions[id] ?? 1) + 1)
+            state.seq += Int64(count)
+            state.versions[id] = first.version + Int64(count) - 1
+            state.prepared = state.connections.values.filter { $0.ids.contains(id) }.map { connection in
+                (connection, TakeOnce((0..<Int64(count)).map { event(id: id, version: first.version + $0, seq: first.seq + $0) }))
+            }
+        }
+    }
+
+    /// Sends the burst ``prepareBurst(_:id:)`` rendered, as fast as each connection's loop writes: 64 frames a flush,
+    /// each stamped as its flush's frames are written.
+    func publishPrepared() async throws {
+        let prepared = state.withLock { state in
+            defer { state.prepared = [] }
+            return state.prepared
+        }
+        for (connection, messages) in prepared {
+            try await connection.channel.eventLoop.submit {
+                // The only reference to each message's bytes: stamped in place, not copied.
+                var messages = messages.take() ?? []
+                var frames: [ByteBuffer] = []
+                frames.reserveCapacity(64)
+                for start in stride(from: 0, to: messages.count, by: 64) {
+                    let t = DispatchTime.now().uptimeNanoseconds
+                    frames.removeAll(keepingCapacity: true)
+                    for index in start..<min(start + 64, messages.count) {
+                        messages[index].stamp(t)
+                        frames.append(messages[index].bytes)
+                    }
+                    connection.writer.value.write(frames)
+                }
+            }.get()
+        }
+    }
+
+    /// The payload a Redis publisher sends for the same update (the same bytes the daemon's clients see as data),
+    /// around its stamp.
+    var redisPayload: (head: String, tail: String) { (#"{"pad":"\#(padding)","t":"#, "}") }
+}
+
+/// A value handed over once, to be the only holder of what it refers to (a burst's messages, stamped in place
+/// only while nothing else refers to their bytes).
+final class TakeOnce<Value: Sendable>: Sendable {
+    private let value: Mutex<Value?>
+
+    init(_ value: Value) { self.value = Mutex(value) }
+
+    func take() -> Value? {
+        value.withLock { value in
+            defer { value = nil }
+            return value
+        }
+    }
+}
+
+/// A message rendered before it is sent, its send stamp filled in when it goes: its bytes hold a field of 20 spaces
+/// for the stamp between each two of its parts, and a WebSocket text frame's header before them when it is a frame.
+struct StampedMessage: Sendable {
+    private(set) var bytes: ByteBuffer
+    /// Where the stamp's fields are in `bytes`.
+    private let fields: [Int]
+    /// Where the message is in `bytes` (after a frame's header).
+    private let start: Int
+    static let fieldWidth = 20
+
+    /// `parts` with a stamp's field between each two, as they are (a Redis command), or in a WebSocket text frame
+    /// (a server's: unmasked).
+    init(_ parts: [String], frame: Bool = false) {
+        let length = parts.reduce(0) { $0 + $1.utf8.count } + Self.fieldWidth * (parts.count - 1)
+        var bytes = ByteBuffer()
+        bytes.reserveCapacity(length + 10)
+        if frame {
+            bytes.writeInteger(UInt8(0x81))  // FIN, text
+            if length < 126 {
+                bytes.writeInteger(UInt8(length))
+            } else if length <= Int(UInt16.max) {
+                bytes.writeInteger(UInt8(126))
+                bytes.writeInteger(UInt16(length))
+            } else {
+                bytes.writeInteger(UInt8(127))
+                bytes.writeInteger(UInt64(length))
+            }
+        }
+        start = bytes.readableBytes
+        var fields: [Int] = []
+        for (index, part) in parts.enumerated() {
+            if index > 0 {
+                fields.append(bytes.readableBytes)
+                bytes.writeRepeatingByte(UInt8(ascii: " "), count: Self.fieldWidth)
+            }
+            bytes.writeString(part)
+        }
+        self.bytes = bytes
+        self.fields = fields
+    }
+
+    init(frame parts: [String]) { self.init(parts, frame: true) }
+
+    /// The message without a frame's header.
+    var payload: ByteBuffer { bytes.getSlice(at: bytes.readerIndex + start, length: bytes.readableBytes - start) ?? ByteBuffer() }
+
+    /// Fills the stamp's fields with `t`, right-aligned (leading spaces are JSON whitespace).
+    mutating func stamp(_ t: UInt64) {
+        let fields = self.fields
+        bytes.withUnsafeMutableReadableBytes { pointer in
+            for at in fields {
+                var value = t
+                var index = at + Self.fieldWidth - 1
+                repeat {
+                    pointer[index] = UInt8(ascii: "0") + UInt8(value % 10)
+                    value /= 10
+                    index -= 1
+                } while value > 0 && index >= at
+                while index >= at {
+                    pointer[index] = UInt8(ascii: " ")
+                    index -= 1
+                }
+            }
+        }
+    }
+}
+
+/// Writes frames made already, next to the socket (it is the pipeline's first handler): one flush for all of them.
+final class RawFrameWriter: ChannelOutboundHandler {
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private var context: ChannelHandlerContext?
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+
+    /// On the channel's loop.
+    func write(_ frames: some Sequence<ByteBuffer>) {
+        guard let context else { return }
+        for frame in frames { context.write(wrapOutboundOut(frame), promise: nil) }
+        context.flush()
+    }
+}
+
+/// The load cloud's HTTP answers (before a connection upgrades to the realtime WebSocket).
+private final class CloudHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+    static let name = "load-cloud-http"
+
+    private let cloud: LoadCloud
+    private var head: HTTPRequestHead?
+    private var body = ByteBuffer()
+
+    init(cloud: LoadCloud) { self.cloud = cloud }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            self.head = head
+            body.clear()
+        case .body(var part):
+            body.writeBuffer(&part)
+        case .end:
+            guard let head else { return }
+            let path = String(head.uri.split(separator: "?", maxSplits: 1).first ?? "")
+            let (status, text) = cloud.answer(method: head.method, path: path, body: body)
+            var headers = HTTPHeaders()
+            headers.add(name: "content-type", value: "application/json")
+            headers.add(name: "content-length", value: String(text.utf8.count))
+            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
+            context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: text)))), promise: nil)
+            let keepAlive = head.isKeepAlive
+            let channel = context.channel
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
+                if !keepAlive { channel.close(promise: nil) }
+            }
+            self.head = nil
+        }
+    }
+}
+
+/// A realtime connection's requests (subscriptions, pings, the close), answered on its loop.
+private final class RealtimeHandler: ChannelInboundHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    private let cloud: LoadCloud
+    private let writer: NIOLoopBound<RawFrameWriter>
+    private var id = 0
+    private var message = ByteBuffer()
+
+    init(cloud: LoadCloud, writer: NIOLoopBound<RawFrameWriter>) {
+        self.cloud = cloud
+        self.writer = writer
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) { id = cloud.connected(context.channel, writer: writer) }
+    func handlerRemoved(context: ChannelHandlerContext) { cloud.disconnected(id) }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.opcode {
+        case .text, .continuation:
+            var data = frame.unmaskedData
+            message.writeBuffer(&data)
+            guard frame.fin else { return }
+            defer { message.clear() }
+            guard let request = try? JSONDecoder().decode(RealtimeClientFrame.self, from: Data(message.readableBytesView)) else { return }
+            let requests =
+                switch request {
+                case .single(let request): [request]
+                case .batch(let requests): requests
+                }
+            for request in requests {
+                let ack = ByteBuffer(string: cloud.ack(request, on: id))
+                context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: ack)), promise: nil)
+            }
+            context.flush()
+        case .ping:
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)
+        case .connectionClose:
+            let channel = context.channel
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: ByteBuffer()))).whenComplete { _ in
+                channel.close(promise: nil)
+            }
+        default:
+            break
+        }
     }
 }

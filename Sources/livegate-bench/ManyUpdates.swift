@@ -2,7 +2,6 @@
 
 import Dispatch
 import Foundation
-import Hummingbird
 import NIOCore
 import NIOPosix
 
@@ -15,9 +14,8 @@ extension Bench {
         let cloud = LoadCloud(payloadBytes: payloadBytes)
         let port = Int.random(in: 20_000..<40_000)
         let publisherLoop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let cloudTask = Task { try await cloud.application(port: port, eventLoopGroup: publisherLoop).runService() }
-        defer { cloudTask.cancel() }
-        try await waitForTCP(port: port)
+        let cloudServer = try await cloud.serve(port: port, eventLoopGroup: publisherLoop)
+        defer { cloudServer.close(promise: nil) }
         let daemon = try await startDaemon(directory: directory + "/spread", cloudURL: "http://127.0.0.1:\(port)", bin: bin)
         defer { daemon.stop() }
 

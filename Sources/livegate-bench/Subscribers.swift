@@ -124,6 +124,7 @@ final class LineScanner: ChannelInboundHandler, Sendable {
         if let at = Self.find(Self.marker, in: line) {
             var value: UInt64 = 0
             var index = at + Self.marker.count
+            while index < line.count, line[index] == UInt8(ascii: " ") { index += 1 }  // a stamp's field, right-aligned
             while index < line.count, line[index] >= 0x30, line[index] <= 0x39 {
                 value = value * 10 + UInt64(line[index] - 0x30)
                 index += 1
