@@ -450,11 +450,11 @@ struct Bench: AsyncParsableCommand {
     ) async throws -> Row {
         let n = pool.receptions.count
         let subscriberThreads = try await threadIDs(of: MultiThreadedEventLoopGroup.singleton)
-        var clocks = PhaseClocks(system: process, subscriberThreads: subscriberThreads)
         say("  \(system), N=\(n): burst of \(burst)…")
-        // Throughput: a burst as fast as the sender can go.
-        for reception in pool.receptions { reception.reset(recordLatencies: false) }
+        // Throughput: a burst as fast as the sender can go (rendered first, when it can be: not the generator's cost).
+        pool.resetCounts(recordLatencies: false)
         let sendBurst = burstSender?(burst)
+        var clocks = PhaseClocks(system: process, subscriberThreads: subscriberThreads)
         let start = DispatchTime.now().uptimeNanoseconds
         if let sendBurst {
             try await sendBurst()
@@ -470,19 +470,17 @@ struct Bench: AsyncParsableCommand {
         }
         let published = Double(DispatchTime.now().uptimeNanoseconds &- start) / 1e9
         say("  \(system), N=\(n): the burst sent at \(Int(Double(burst) / published))/s by \(burstWriters) writer(s)")
-        let burstDelivered = try await settle(pool, expected: n * burst)
+        let (burstDelivered, burstCost) = try await settle(pool, expected: n * burst, clocks: clocks, updates: burst)
         let last = pool.receptions.map(\.lastAt).max() ?? start
         let deliveriesPerSecond = Double(burstDelivered) / (Double(last &- start) / 1e9)
-        let burstCost = clocks.cost(updates: burst, deliveries: burstDelivered)
 
         // Latency: a fixed rate.
         say("  \(system), N=\(n): \(burstDelivered) of \(n * burst) delivered; now \(rate)/s for \(seconds) s…")
-        for reception in pool.receptions { reception.reset(recordLatencies: true, recordStamps: timeline) }
+        pool.resetCounts(recordLatencies: true, recordStamps: timeline)
         clocks = PhaseClocks(system: process, subscriberThreads: subscriberThreads)
         let total = Int(Double(rate) * seconds)
         let sendSeconds = try await send(total, rate: rate) { _ in try await publish() }
-        let delivered = try await settle(pool, expected: n * total)
-        let pacedCost = clocks.cost(updates: total, deliveries: delivered)
+        let (delivered, pacedCost) = try await settle(pool, expected: n * total, clocks: clocks, updates: total)
         var latencies: [UInt64] = []
         latencies.reserveCapacity(delivered)
         for reception in pool.receptions { latencies += reception.latencies }
@@ -553,8 +551,27 @@ struct Bench: AsyncParsableCommand {
     }
 
     /// Waits until `expected` deliveries arrived, or none arrived for a second (coalesced or dropped); returns the count.
-    func settle(_ pool: SubscriberPool, expected: Int) async throws -> Int {
-        try await settle(pool.receptions, expected: expected)
+    /// ``settle(_:expected:)`` for a pool, with what the phase cost up to its last delivery: read when the deliveries
+    /// stop coming (not after the second of quiet that ends the wait, nor at every change: each reading is a
+    /// `/proc` read of this process's threads).
+    func settle(_ pool: SubscriberPool, expected: Int, clocks: PhaseClocks, updates: Int) async throws -> (Int, PhaseCost) {
+        var total = 0
+        var quietSince = ContinuousClock.now
+        var costAtQuiet: PhaseCost?
+        while true {
+            let now = pool.delivered.count
+            if now >= expected { return (now, clocks.cost(updates: updates, deliveries: now)) }
+            if now != total {
+                total = now
+                quietSince = .now
+                costAtQuiet = nil
+            } else {
+                let cost = costAtQuiet ?? clocks.cost(updates: updates, deliveries: total)
+                costAtQuiet = cost
+                if ContinuousClock.now - quietSince > .seconds(1) { return (total, cost) }
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
     }
 
     func settle(_ receptions: [Reception], expected: Int) async throws -> Int {

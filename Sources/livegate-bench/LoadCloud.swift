@@ -29,13 +29,21 @@ final class LoadCloud: Sendable {
         var ids: Set<String> = []
     }
 
+    /// A burst rendered for one connection: `bench/<id>`'s versions from `first` on, one message each.
+    private struct PreparedBurst: Sendable {
+        let connection: Connection
+        let id: String
+        let first: (seq: Int64, version: Int64)
+        let messages: TakeOnce<[StampedMessage]>
+    }
+
     private struct State {
         var versions: [String: Int64] = [:]
         var seq: Int64 = 0
         var connections: [Int: Connection] = [:]
         var nextConnection = 0
         /// A burst rendered ahead (``prepareBurst(_:id:)``), by connection.
-        var prepared: [(Connection, TakeOnce<[StampedMessage]>)] = []
+        var prepared: [PreparedBurst] = []
     }
 
     private let state = Mutex(State())
@@ -185,56 +193,60 @@ final class LoadCloud: Sendable {
     @discardableResult
     func publish(id: String = "o1") -> UInt64 {
         let t = DispatchTime.now().uptimeNanoseconds
-        let targets = state.withLock { state -> [(Connection, StampedMessage)] in
+        var targets = state.withLock { state -> [(Connection, StampedMessage)] in
             state.seq += 1
             let version = (state.versions[id] ?? 1) + 1
             state.versions[id] = version
             let targets = state.connections.values.filter { $0.ids.contains(id) }
             return targets.map { ($0, event(id: id, version: version, seq: state.seq)) }
         }
-        for (connection, message) in targets {
-            var message = message
-            message.stamp(t)
-            let frame = message.bytes
+        for index in targets.indices {
+            targets[index].1.stamp(t)  // in place: the array holds the only reference to the message's bytes
+            let (connection, frame) = (targets[index].0, targets[index].1.bytes)
             connection.channel.eventLoop.execute { connection.writer.value.write(CollectionOfOne(frame)) }
         }
         return t
     }
 
     /// Renders the next `count` versions of `bench/<id>` for every subscribed connection, to be sent by
-    /// ``publishPrepared()`` (their stamps filled in then). The versions count as published from now on.
+    /// ``publishPrepared()`` (their stamps filled in then, and the versions published as they are written).
     func prepareBurst(_ count: Int, id: String = "o1") {
         state.withLock { state in
             let first = (seq: state.seq + 1, version: (state.versions[id] ?? 1) + 1)
-            state.seq += Int64(count)
-            state.versions[id] = first.version + Int64(count) - 1
+            let messages = { (0..<Int64(count)).map { self.event(id: id, version: first.version + $0, seq: first.seq + $0) } }
             state.prepared = state.connections.values.filter { $0.ids.contains(id) }.map { connection in
-                (connection, TakeOnce((0..<Int64(count)).map { event(id: id, version: first.version + $0, seq: first.seq + $0) }))
+                PreparedBurst(connection: connection, id: id, first: first, messages: TakeOnce(messages()))
             }
         }
     }
 
     /// Sends the burst ``prepareBurst(_:id:)`` rendered, as fast as each connection's loop writes: 64 frames a flush,
-    /// each stamped as its flush's frames are written.
+    /// each stamped as its flush's frames are written. Reads and subscriptions answered meanwhile see the versions
+    /// written so far.
     func publishPrepared() async throws {
         let prepared = state.withLock { state in
             defer { state.prepared = [] }
             return state.prepared
         }
-        for (connection, messages) in prepared {
-            try await connection.channel.eventLoop.submit {
+        for burst in prepared {
+            try await burst.connection.channel.eventLoop.submit {
                 // The only reference to each message's bytes: stamped in place, not copied.
-                var messages = messages.take() ?? []
+                var messages = burst.messages.take() ?? []
                 var frames: [ByteBuffer] = []
                 frames.reserveCapacity(64)
                 for start in stride(from: 0, to: messages.count, by: 64) {
                     let t = DispatchTime.now().uptimeNanoseconds
                     frames.removeAll(keepingCapacity: true)
-                    for index in start..<min(start + 64, messages.count) {
+                    let end = min(start + 64, messages.count)
+                    for index in start..<end {
                         messages[index].stamp(t)
                         frames.append(messages[index].bytes)
                     }
-                    connection.writer.value.write(frames)
+                    self.state.withLock { state in
+                        state.seq = max(state.seq, burst.first.seq + Int64(end - 1))
+                        state.versions[burst.id] = max(state.versions[burst.id] ?? 1, burst.first.version + Int64(end - 1))
+                    }
+                    burst.connection.writer.value.write(frames)
                 }
             }.get()
         }

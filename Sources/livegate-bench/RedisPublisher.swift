@@ -37,8 +37,7 @@ struct RedisPublisher {
     }
 
     /// Sends one command now, stamped with the time now.
-    func publish(_ command: StampedMessage) {
-        var command = command
+    func publish(_ command: consuming StampedMessage) {
         command.stamp(DispatchTime.now().uptimeNanoseconds)
         channel.writeAndFlush(command.bytes, promise: nil)
     }

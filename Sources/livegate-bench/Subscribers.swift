@@ -8,6 +8,16 @@ import Synchronization
 
 /// What one subscriber saw: deliveries of timed updates and their latencies (read time − send stamp), and
 /// their send stamps when asked for (``reset(recordLatencies:recordStamps:)``: for `--timeline`).
+/// How many timed deliveries a pool's subscribers received in all: what a wait for them reads, one atomic load (not
+/// a lock per subscriber, which cost the benchmark's own process N locks a poll).
+final class DeliveryCount: Sendable {
+    private let value = Atomic<Int>(0)
+
+    func add(_ count: Int) { value.add(count, ordering: .relaxed) }
+    func reset() { value.store(0, ordering: .relaxed) }
+    var count: Int { value.load(ordering: .relaxed) }
+}
+
 final class Reception: Sendable {
     private struct State {
         var deliveries = 0
@@ -22,6 +32,10 @@ final class Reception: Sendable {
     }
 
     private let state = Mutex(State())
+    /// The pool's count, told of each timed delivery.
+    private let pool: DeliveryCount?
+
+    init(pool: DeliveryCount? = nil) { self.pool = pool }
 
     func markerSeen() { state.withLock { $0.markers += 1 } }
     /// Whether the ready marker was seen (for the daemon: the token's first fresh state).
@@ -33,6 +47,7 @@ final class Reception: Sendable {
 
     /// Records what one read brought: timed deliveries (their send stamps) and ready markers.
     func record(sentAt stamps: [UInt64], markers: Int, now: UInt64) {
+        if !stamps.isEmpty { pool?.add(stamps.count) }
         state.withLock { state in
             state.markers += markers
             if markers > 0 { state.markerArrivals.append((state.markers, now)) }
@@ -160,12 +175,15 @@ final class LineScanner: ChannelInboundHandler, Sendable {
 struct SubscriberPool {
     let channels: [any Channel]
     let receptions: [Reception]
+    /// The timed deliveries of all of them since the last ``resetCounts(recordLatencies:recordStamps:)``.
+    let delivered: DeliveryCount
 
     static func connect(count: Int, socketPath: String, greeting: String, readyMarker: String) async throws -> SubscriberPool {
         var channels: [any Channel] = []
         var receptions: [Reception] = []
+        let delivered = DeliveryCount()
         for _ in 0..<count {
-            let reception = Reception()
+            let reception = Reception(pool: delivered)
             let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
@@ -184,10 +202,16 @@ struct SubscriberPool {
                 try await Task.sleep(for: .milliseconds(1))
             }
         }
-        return SubscriberPool(channels: channels, receptions: receptions)
+        return SubscriberPool(channels: channels, receptions: receptions, delivered: delivered)
     }
 
     var readyCount: Int { receptions.filter(\.isReady).count }
+
+    /// Clears every subscriber's counters (and the pool's) for the next measurement.
+    func resetCounts(recordLatencies: Bool, recordStamps: Bool = false) {
+        for reception in receptions { reception.reset(recordLatencies: recordLatencies, recordStamps: recordStamps) }
+        delivered.reset()
+    }
 
     func close() async {
         for channel in channels { try? await channel.close() }
