@@ -627,11 +627,9 @@ struct Bench: AsyncParsableCommand {
             byKey[key, default: []].append(row)
         }
         func figures(_ rows: [Row], _ value: (Row) -> Double?) -> String {
-            let values = rows.compactMap(value).sorted()
+            let values = rows.compactMap(value)
             guard !values.isEmpty else { return "-" }
-            let median = values.count % 2 == 1 ? values[values.count / 2] : (values[values.count / 2 - 1] + values[values.count / 2]) / 2
-            func text(_ value: Double) -> String { String(format: value >= 1000 ? "%.0f" : value >= 10 ? "%.1f" : "%.2f", value) }
-            return "\(text(median)) (\(text(values[0]))-\(text(values[values.count - 1])))"
+            return medianAndRange(values) { String(format: $0 >= 1000 ? "%.0f" : $0 >= 10 ? "%.1f" : "%.2f", $0) }
         }
         for key in keys {
             let rows = byKey[key, default: []]

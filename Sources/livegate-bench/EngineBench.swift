@@ -181,10 +181,13 @@ extension Bench {
     func format(_ milliseconds: Double) -> String { String(format: "%.2f", milliseconds) }
 
     /// The median of `values` and their range: `12.30 (10.10-15.00)`.
-    func medianAndRange(_ values: [Double]) -> String {
+    func medianAndRange(_ values: [Double]) -> String { medianAndRange(values, as: format) }
+
+    /// The same, each figure written by `text`.
+    func medianAndRange(_ values: [Double], as text: (Double) -> String) -> String {
         let sorted = values.sorted()
         let median = sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
-        return "\(format(median)) (\(format(sorted[0]))-\(format(sorted[sorted.count - 1])))"
+        return "\(text(median)) (\(text(sorted[0]))-\(text(sorted[sorted.count - 1])))"
     }
 
     private func residentKiB() -> Int {

@@ -92,7 +92,7 @@ extension Bench {
                     + "beside the burst p50 \(format(beside.p50)) / p99 \(format(beside.p99)) ms (\(beside.count))"
             )
         }
-        let median = medianAndRange
+        let median: ([Double]) -> String = medianAndRange
         say(
             "  medians over \(runs.count) runs: all loaded after \(median(runs.map(\.burst))) ms, daemon CPU \(median(runs.map(\.cpu))) ms; "
                 + "round trip p99 idle \(median(runs.map(\.idle.p99))) ms, beside \(median(runs.map(\.beside.p99))) ms; "

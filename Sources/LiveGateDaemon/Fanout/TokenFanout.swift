@@ -98,15 +98,7 @@ package enum TokenFanout: FanoutKind {
     package static func open(_ member: inout Member) {
         guard let held = member.held else { return }
         member.held = nil
-        for (change, body) in held {
-            member.outbox.offerOnLoop(
-                token: member.coalesces ? member.token : nil,
-                prefix: member.prefixes[change.method],
-                bodies: SharedBodies(holding: body),
-                at: 0,
-                fullState: change.fullState
-            )
-        }
+        for (change, body) in held { member.offer(change, SharedBodies(holding: body), at: 0) }
     }
 
     package static func deliver<Changes: RandomAccessCollection<Change>, Targets: RandomAccessCollection<[Int]?>>(
